@@ -1,0 +1,55 @@
+#include "server/command.h"
+
+#include "server/util.h"
+
+namespace cuckood::server {
+
+void CommandTable::Add(CommandSpec spec) {
+  auto owned = std::make_unique<CommandSpec>(std::move(spec));
+  const CommandSpec* p = owned.get();
+  by_name_[p->name] = p;
+  order_.push_back(p);
+  storage_.push_back(std::move(owned));
+}
+
+const CommandSpec* CommandTable::Find(std::string_view name) const {
+  if (name.size() > 64) {
+    return nullptr;
+  }
+  auto it = by_name_.find(ToLower(name));
+  return it == by_name_.end() ? nullptr : it->second;
+}
+
+bool CommandTable::Rename(const std::string& from, const std::string& to) {
+  auto it = by_name_.find(ToLower(from));
+  if (it == by_name_.end()) {
+    return false;
+  }
+  const CommandSpec* spec = it->second;
+  by_name_.erase(it);
+  if (!to.empty()) {
+    by_name_[ToLower(to)] = spec;
+  } else {
+    std::erase(order_, spec);
+  }
+  return true;
+}
+
+std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv) {
+  std::vector<std::string_view> keys;
+  if (spec.first_key <= 0) {
+    return keys;
+  }
+  const int argc = static_cast<int>(argv.size());
+  int last = spec.last_key;
+  if (last < 0) {
+    last = argc + last;
+  }
+  const int step = spec.step > 0 ? spec.step : 1;
+  for (int i = spec.first_key; i <= last && i < argc; i += step) {
+    keys.push_back(argv[static_cast<size_t>(i)]);
+  }
+  return keys;
+}
+
+}  // namespace cuckood::server

@@ -1,0 +1,99 @@
+// The command table: one row per command (name, arity, flags, key positions, handler, docs).
+// Each family registers its rows explicitly (RegisterXxxCommands at the bottom of its file); the
+// dispatcher and COMMAND/COMMAND DOCS answer from the same rows.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "resp/writer.h"
+
+namespace cuckood::server {
+
+class Server;
+struct Client;
+
+enum CommandFlag : uint32_t {
+  kWrite = 1 << 0,
+  kReadOnly = 1 << 1,
+  kFast = 1 << 2,
+  kDenyOom = 1 << 3,
+  kAdmin = 1 << 4,
+  kNoAuth = 1 << 5,     // allowed before AUTH
+  kNoMulti = 1 << 6,    // runs at once inside MULTI (EXEC, DISCARD, MULTI, WATCH, ...)
+  kLockAll = 1 << 7,    // takes every key stripe (FLUSHDB, FLUSHALL)
+  kNoScript = 1 << 8,
+  kLoading = 1 << 9,
+  kStale = 1 << 10,
+  kPubSub = 1 << 11,
+  kSkipSlowlog = 1 << 12,
+  kNoWatchBump = 1 << 13,  // a "write" that never modifies data seen by WATCH
+};
+
+using Argv = std::vector<std::string_view>;
+
+struct CommandContext {
+  Server& server;
+  Client& client;
+  resp::Writer& out;
+  const Argv& argv;
+};
+
+using Handler = void (*)(CommandContext& ctx);
+
+struct CommandArgDoc {
+  std::string name;
+  std::string type;  // key, string, integer, pure-token, block, oneof
+  std::string token;
+  bool optional = false;
+  bool multiple = false;
+};
+
+struct CommandSpec {
+  std::string name;  // lower case, e.g. "cf.add"
+  int arity = 0;     // Redis convention: n = exactly n, -n = at least n (name included)
+  uint32_t flags = 0;
+  int first_key = 0;
+  int last_key = 0;
+  int step = 0;
+  Handler handler = nullptr;
+  std::string summary;
+  std::string since = "1.0.0";
+  std::string group = "generic";
+  std::string complexity;
+  std::vector<CommandArgDoc> args;
+  std::vector<std::string> acl_categories;
+  std::vector<CommandSpec> subcommands;  // CONFIG GET, CLIENT LIST, ... (name "config|get")
+};
+
+class CommandTable {
+ public:
+  void Add(CommandSpec spec);
+  // Case-insensitive lookup; nullptr when unknown (or disabled by rename-command).
+  const CommandSpec* Find(std::string_view name) const;
+  // rename-command: newname empty disables the command.
+  bool Rename(const std::string& from, const std::string& to);
+  const std::vector<const CommandSpec*>& all() const { return order_; }
+
+ private:
+  std::vector<std::unique_ptr<CommandSpec>> storage_;
+  std::unordered_map<std::string, const CommandSpec*> by_name_;
+  std::vector<const CommandSpec*> order_;
+};
+
+// Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS).
+std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv);
+
+void RegisterConnectionCommands(CommandTable& table);
+void RegisterKeyspaceCommands(CommandTable& table);
+void RegisterServerCommands(CommandTable& table);
+void RegisterIntrospectionCommands(CommandTable& table);
+void RegisterCfCommands(CommandTable& table);
+void RegisterStringCommands(CommandTable& table);
+void RegisterTransactionCommands(CommandTable& table);
+
+}  // namespace cuckood::server

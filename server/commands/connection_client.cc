@@ -1,0 +1,400 @@
+// CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT,
+// NO-TOUCH, HELP. Other connections are reached through Server::Connections(); their lines come
+// from Connection::Describe().
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "server/command.h"
+#include "server/commands/family.h"
+#include "server/connection.h"
+#include "server/server.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+namespace {
+
+constexpr std::string_view kBadClientName =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+
+bool ValidClientAttr(std::string_view s) {
+  for (char c : s) {
+    if (c < '!' || c > '~') {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Redis's client types; every cuckood client is "normal".
+bool KnownClientType(std::string_view t) {
+  for (std::string_view known : {"normal", "master", "slave", "replica", "pubsub"}) {
+    if (EqualsIgnoreCase(t, known)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+std::string ConnectionLine(std::string line) {
+  while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) {
+    line.pop_back();
+  }
+  line += '\n';
+  return line;
+}
+
+// The calling client's line. A connection's snapshot is refreshed after each batch of commands,
+// so the fields this batch may have changed are taken from ctx.client itself.
+std::string OwnLine(CommandContext& ctx, std::string_view cmd) {
+  const Client& c = ctx.client;
+  std::string base;
+  for (const auto& conn : ctx.server.Connections()) {
+    if (conn->id() == c.id) {
+      base = conn->Describe();
+      break;
+    }
+  }
+  if (base.empty()) {
+    base = "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
+           " fd=-1 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 "
+           "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 "
+           "events=r cmd=NULL user=default redir=-1 resp=2 lib-name= lib-ver=";
+  }
+  std::string out;
+  size_t pos = 0;
+  while (pos < base.size()) {
+    size_t end = base.find(' ', pos);
+    if (end == std::string::npos) {
+      end = base.size();
+    }
+    std::string_view token(base.data() + pos, end - pos);
+    const auto eq = token.find('=');
+    const std::string_view field = token.substr(0, eq == std::string_view::npos ? 0 : eq);
+    std::string value;
+    bool replace = true;
+    if (field == "name") {
+      value = c.name;
+    } else if (field == "db") {
+      value = std::to_string(c.db);
+    } else if (field == "resp") {
+      value = std::to_string(c.proto);
+    } else if (field == "cmd") {
+      value = std::string(cmd);
+    } else if (field == "idle") {
+      value = "0";
+    } else if (field == "lib-name") {
+      value = c.lib_name;
+    } else if (field == "lib-ver") {
+      value = c.lib_ver;
+    } else {
+      replace = false;
+    }
+    if (!out.empty()) {
+      out += ' ';
+    }
+    if (replace) {
+      out += std::string(field) + "=" + value;
+    } else {
+      out += token;
+    }
+    pos = end + 1;
+  }
+  return ConnectionLine(std::move(out));
+}
+
+std::string LineFor(CommandContext& ctx, const std::shared_ptr<Connection>& conn,
+                    std::string_view cmd) {
+  return conn->id() == ctx.client.id ? OwnLine(ctx, cmd) : ConnectionLine(conn->Describe());
+}
+
+void ClientIdCommand(CommandContext& ctx) { ctx.out.Integer(static_cast<int64_t>(ctx.client.id)); }
+
+void ClientSetNameCommand(CommandContext& ctx) {
+  if (!ValidClientAttr(ctx.argv[2])) {
+    ctx.out.Error(kBadClientName);
+    return;
+  }
+  ctx.client.name = std::string(ctx.argv[2]);
+  ctx.out.SimpleString("OK");
+}
+
+void ClientGetNameCommand(CommandContext& ctx) {
+  if (ctx.client.name.empty()) {
+    ctx.out.Null();
+  } else {
+    ctx.out.Bulk(ctx.client.name);
+  }
+}
+
+// CLIENT LIST [TYPE type] | [ID id [id ...]]
+void ClientListCommand(CommandContext& ctx) {
+  std::string text;
+  const size_t argc = ctx.argv.size();
+  if (argc == 4 && EqualsIgnoreCase(ctx.argv[2], "type")) {
+    if (!KnownClientType(ctx.argv[3])) {
+      ctx.out.Error("ERR Unknown client type '" + std::string(ctx.argv[3]) + "'");
+      return;
+    }
+    if (EqualsIgnoreCase(ctx.argv[3], "normal")) {
+      for (const auto& conn : ctx.server.Connections()) {
+        text += LineFor(ctx, conn, "client|list");
+      }
+    }
+  } else if (argc > 3 && EqualsIgnoreCase(ctx.argv[2], "id")) {
+    std::vector<int64_t> ids;
+    for (size_t j = 3; j < argc; ++j) {
+      auto id = ParseInt64(ctx.argv[j]);
+      if (!id) {
+        ctx.out.Error("ERR Invalid client ID");
+        return;
+      }
+      ids.push_back(*id);
+    }
+    const auto conns = ctx.server.Connections();
+    for (int64_t id : ids) {
+      for (const auto& conn : conns) {
+        if (static_cast<int64_t>(conn->id()) == id) {
+          text += LineFor(ctx, conn, "client|list");
+        }
+      }
+    }
+  } else if (argc != 2) {
+    ctx.out.Error(kSyntaxError);
+    return;
+  } else {
+    for (const auto& conn : ctx.server.Connections()) {
+      text += LineFor(ctx, conn, "client|list");
+    }
+  }
+  ctx.out.Verbatim(text);
+}
+
+void ClientInfoCommand(CommandContext& ctx) { ctx.out.Verbatim(OwnLine(ctx, "client|info")); }
+
+struct KillFilter {
+  bool old_form = false;
+  uint64_t id = 0;  // 0 = any
+  std::optional<std::string> addr, laddr;
+  bool normal_only = true;  // TYPE other than normal matches nobody
+  bool skipme = true;
+};
+
+bool ParseKill(CommandContext& ctx, KillFilter* f) {
+  const size_t argc = ctx.argv.size();
+  if (argc == 3) {
+    f->old_form = true;
+    f->addr = std::string(ctx.argv[2]);
+    f->skipme = false;  // the old form may kill the caller
+    return true;
+  }
+  for (size_t i = 2; i < argc; i += 2) {
+    const auto opt = ctx.argv[i];
+    if (i + 1 >= argc) {
+      ctx.out.Error(kSyntaxError);
+      return false;
+    }
+    const auto val = ctx.argv[i + 1];
+    if (EqualsIgnoreCase(opt, "id")) {
+      auto id = ParseInt64(val);
+      if (!id || *id < 1) {
+        ctx.out.Error("ERR client-id should be greater than 0");
+        return false;
+      }
+      f->id = static_cast<uint64_t>(*id);
+    } else if (EqualsIgnoreCase(opt, "type")) {
+      if (!KnownClientType(val)) {
+        ctx.out.Error("ERR Unknown client type '" + std::string(val) + "'");
+        return false;
+      }
+      f->normal_only = EqualsIgnoreCase(val, "normal");
+    } else if (EqualsIgnoreCase(opt, "addr")) {
+      f->addr = std::string(val);
+    } else if (EqualsIgnoreCase(opt, "laddr")) {
+      f->laddr = std::string(val);
+    } else if (EqualsIgnoreCase(opt, "user")) {
+      if (val != "default") {
+        ctx.out.Error("ERR No such user '" + std::string(val) + "'");
+        return false;
+      }
+    } else if (EqualsIgnoreCase(opt, "skipme")) {
+      if (EqualsIgnoreCase(val, "yes")) {
+        f->skipme = true;
+      } else if (EqualsIgnoreCase(val, "no")) {
+        f->skipme = false;
+      } else {
+        ctx.out.Error(kSyntaxError);
+        return false;
+      }
+    } else {
+      ctx.out.Error(kSyntaxError);
+      return false;
+    }
+  }
+  return true;
+}
+
+// CLIENT KILL ip:port (old form: +OK or "No such client") | CLIENT KILL <filter> <value> ...
+// (new form: the number killed). The caller, when it matches, is closed after this reply.
+void ClientKillCommand(CommandContext& ctx) {
+  KillFilter f;
+  if (!ParseKill(ctx, &f)) {
+    return;
+  }
+  int64_t killed = 0;
+  for (const auto& conn : ctx.server.Connections()) {
+    const bool self = conn->id() == ctx.client.id;
+    if (!f.normal_only || (f.id != 0 && conn->id() != f.id) ||
+        (f.addr && conn->addr() != *f.addr) || (f.laddr && conn->laddr() != *f.laddr) ||
+        (self && f.skipme)) {
+      continue;
+    }
+    if (self) {
+      ctx.client.close_after_reply = true;
+    } else {
+      conn->Kill();
+    }
+    ++killed;
+  }
+  if (!f.old_form) {
+    ctx.out.Integer(killed);
+  } else if (killed == 0) {
+    ctx.out.Error("ERR No such client");
+  } else {
+    ctx.out.SimpleString("OK");
+  }
+}
+
+// CLIENT SETINFO LIB-NAME|LIB-VER value (Redis 7.2).
+void ClientSetInfoCommand(CommandContext& ctx) {
+  const auto attr = ctx.argv[2];
+  std::string* dest = nullptr;
+  if (EqualsIgnoreCase(attr, "lib-name")) {
+    dest = &ctx.client.lib_name;
+  } else if (EqualsIgnoreCase(attr, "lib-ver")) {
+    dest = &ctx.client.lib_ver;
+  } else {
+    ctx.out.Error("ERR Unrecognized option '" + std::string(attr) + "'");
+    return;
+  }
+  if (!ValidClientAttr(ctx.argv[3])) {
+    ctx.out.Error("ERR " + std::string(attr) +
+                  " cannot contain spaces, newlines or special characters.");
+    return;
+  }
+  *dest = std::string(ctx.argv[3]);
+  ctx.out.SimpleString("OK");
+}
+
+// CLIENT NO-EVICT / NO-TOUCH on|off.
+void SetOnOff(CommandContext& ctx, bool* field) {
+  if (EqualsIgnoreCase(ctx.argv[2], "on")) {
+    *field = true;
+  } else if (EqualsIgnoreCase(ctx.argv[2], "off")) {
+    *field = false;
+  } else {
+    ctx.out.Error(kSyntaxError);
+    return;
+  }
+  ctx.out.SimpleString("OK");
+}
+
+void ClientNoEvictCommand(CommandContext& ctx) { SetOnOff(ctx, &ctx.client.no_evict); }
+void ClientNoTouchCommand(CommandContext& ctx) { SetOnOff(ctx, &ctx.client.no_touch); }
+
+void ClientHelpCommand(CommandContext& ctx) {
+  ReplyHelp(ctx.out, "CLIENT",
+            {"GETNAME", "    Return the name of the current connection.", "ID",
+             "    Return the ID of the current connection.", "INFO",
+             "    Return information about the current client connection.",
+             "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+             "KILL <option> <value> [<option> <value> [...]]",
+             "    Kill connections. Options are:", "    * ADDR (<ip:port>|<unixsocket>:0)",
+             "      Kill connections made from the specified address",
+             "    * LADDR (<ip:port>|<unixsocket>:0)",
+             "      Kill connections made to specified local address",
+             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
+             "    * USER <username>", "      Kill connections authenticated by <username>.",
+             "    * SKIPME (YES|NO)",
+             "      Skip killing current connection (default: yes).", "    * ID <client-id>",
+             "      Kill connections by client id.",
+             "LIST [options ...]", "    Return information about client connections. Options:",
+             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
+             "    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
+             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+             "NO-TOUCH (ON|OFF)",
+             "    Will not touch LRU/LFU stats when this mode is on.",
+             "SETINFO <LIB-NAME|LIB-VER> <value>",
+             "    Set client library name or version.",
+             "SETNAME <name>", "    Assign the name <name> to the current connection."});
+}
+
+CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler,
+                std::string summary, std::string since, std::string complexity = "O(1)",
+                std::vector<CommandArgDoc> args = {}) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.handler = handler;
+  s.summary = std::move(summary);
+  s.since = std::move(since);
+  s.group = "connection";
+  s.complexity = std::move(complexity);
+  s.args = std::move(args);
+  return s;
+}
+
+}  // namespace
+
+CommandSpec ClientCommandSpec() {
+  const uint32_t kCs = kNoScript | kLoading | kStale;
+  auto client = ContainerSpec("client", "A container for client connection commands", "2.4.0",
+                              "connection");
+  auto& subs = client.subcommands;
+  subs.push_back(Sub("client|id", 2, kCs, ClientIdCommand,
+                     "Returns the client ID for the current connection", "5.0.0"));
+  subs.push_back(Sub("client|setname", 3, kCs, ClientSetNameCommand,
+                     "Set the current connection name", "2.6.9", "O(1)",
+                     {{"connection-name", "string", "", false, false}}));
+  subs.push_back(Sub("client|getname", 2, kCs, ClientGetNameCommand,
+                     "Get the current connection name", "2.6.9"));
+  subs.push_back(Sub("client|list", -2, kAdmin | kCs, ClientListCommand,
+                     "Get the list of client connections", "2.4.0",
+                     "O(N) where N is the number of client connections",
+                     {{"client-type", "oneof", "TYPE", true, false},
+                      {"client-id", "integer", "ID", true, true}}));
+  subs.push_back(Sub("client|info", 2, kCs, ClientInfoCommand,
+                     "Returns information about the current client connection.", "6.2.0"));
+  subs.push_back(Sub("client|kill", -3, kAdmin | kCs, ClientKillCommand,
+                     "Kill the connection of a client", "2.4.0",
+                     "O(N) where N is the number of client connections",
+                     {{"ip:port", "string", "", true, false},
+                      {"client-id", "integer", "ID", true, false},
+                      {"ip:port", "string", "ADDR", true, false},
+                      {"ip:port", "string", "LADDR", true, false},
+                      {"yes/no", "string", "SKIPME", true, false}}));
+  subs.push_back(Sub("client|setinfo", 4, kCs, ClientSetInfoCommand,
+                     "Set client or connection specific info", "7.2.0", "O(1)",
+                     {{"attr", "oneof", "LIB-NAME|LIB-VER", false, false},
+                      {"value", "string", "", false, false}}));
+  subs.push_back(Sub("client|no-evict", 3, kAdmin | kCs, ClientNoEvictCommand,
+                     "Set client eviction mode for the current connection", "7.0.0", "O(1)",
+                     {{"enabled", "oneof", "ON|OFF", false, false}}));
+  subs.push_back(Sub("client|no-touch", 3, kCs, ClientNoTouchCommand,
+                     "Controls whether commands sent by the client will alter the LRU/LFU of the "
+                     "keys they access.",
+                     "7.2.0", "O(1)", {{"enabled", "oneof", "ON|OFF", false, false}}));
+  subs.push_back(Sub("client|help", 2, kLoading | kStale, ClientHelpCommand,
+                     "Show helpful text about the different subcommands", "5.0.0"));
+  for (auto& s : subs) {
+    s.acl_categories = {"@slow", "@connection"};
+    if (s.flags & kAdmin) {
+      s.acl_categories = {"@admin", "@slow", "@dangerous", "@connection"};
+    }
+  }
+  return client;
+}
+
+}  // namespace cuckood::server

@@ -1,0 +1,103 @@
+// Helpers shared by the generic command families (keyspace, connection, server, introspection):
+// subcommand routing for container commands (CLIENT, CONFIG, MEMORY, ...), HELP replies, and
+// the few functions one family file hands to another.
+#pragma once
+
+#include <initializer_list>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "server/command.h"
+#include "server/server.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+
+// The subcommand row of `parent` named by `sub` (case-insensitive), or nullptr.
+inline const CommandSpec* FindSubcommand(const CommandSpec& parent, std::string_view sub) {
+  const std::string wanted = parent.name + "|" + ToLower(sub);
+  for (const auto& s : parent.subcommands) {
+    if (s.name == wanted) {
+      return &s;
+    }
+  }
+  return nullptr;
+}
+
+// Handler of a container command: runs the subcommand row named by argv[1] after checking its
+// arity. The dispatcher only knows the container row, so the subcommand errors are made here,
+// worded as Redis 7 words them.
+inline void RunSubcommand(CommandContext& ctx) {
+  const CommandSpec* parent = ctx.server.commands().Find(ctx.argv[0]);
+  if (parent == nullptr || ctx.argv.size() < 2) {
+    ctx.out.Error(ArityError(ctx.argv[0]));
+    return;
+  }
+  const CommandSpec* sub = FindSubcommand(*parent, ctx.argv[1]);
+  if (sub == nullptr || sub->handler == nullptr) {
+    ctx.out.Error("ERR unknown subcommand '" + std::string(ctx.argv[1].substr(0, 128)) +
+                  "'. Try " + ToUpper(ctx.argv[0]) + " HELP.");
+    return;
+  }
+  const int argc = static_cast<int>(ctx.argv.size());
+  if ((sub->arity > 0 && argc != sub->arity) || argc < -sub->arity) {
+    ctx.out.Error(ArityError(sub->name));
+    return;
+  }
+  sub->handler(ctx);
+}
+
+// Redis's reply to a subcommand called with arguments it cannot take.
+inline void ReplySubcommandSyntaxError(CommandContext& ctx) {
+  ctx.out.Error("ERR unknown subcommand or wrong number of arguments for '" +
+                std::string(ctx.argv[1].substr(0, 128)) + "'. Try " + ToUpper(ctx.argv[0]) +
+                " HELP.");
+}
+
+// The HELP reply: a header line, the given lines, then the HELP entry, as status strings.
+inline void ReplyHelp(resp::Writer& out, std::string_view command,
+                      std::initializer_list<std::string_view> lines) {
+  out.ArrayHeader(static_cast<int64_t>(lines.size() + 3));
+  out.SimpleString(ToUpper(command) +
+                   " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  for (auto line : lines) {
+    out.SimpleString(line);
+  }
+  out.SimpleString("HELP");
+  out.SimpleString("    Prints this help.");
+}
+
+// A row for a container command (arity -2, no keys) whose handler is RunSubcommand.
+inline CommandSpec ContainerSpec(std::string name, std::string summary, std::string since,
+                                 std::string group) {
+  CommandSpec spec;
+  spec.name = std::move(name);
+  spec.arity = -2;
+  spec.handler = RunSubcommand;
+  spec.summary = std::move(summary);
+  spec.since = std::move(since);
+  spec.group = std::move(group);
+  spec.complexity = "Depends on subcommand.";
+  return spec;
+}
+
+// MEMORY and DISK (memory.cc), registered by RegisterKeyspaceCommands.
+void RegisterMemoryCommands(CommandTable& table);
+
+// The CLIENT container row (connection_client.cc), registered by RegisterConnectionCommands.
+CommandSpec ClientCommandSpec();
+
+// INFO (info.cc).
+void InfoCommand(CommandContext& ctx);
+// Bytes to Redis's human form: 1023B, 1.50K, 2.00M, ...
+std::string BytesToHuman(uint64_t bytes);
+// Process memory figures used by INFO memory and MEMORY STATS.
+struct ProcessMemory {
+  uint64_t used = 0;  // bytes handed out by malloc
+  uint64_t rss = 0;   // resident set size
+  uint64_t peak = 0;  // highest `used` seen
+};
+ProcessMemory ReadProcessMemory();
+
+}  // namespace cuckood::server

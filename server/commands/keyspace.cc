@@ -1,0 +1,508 @@
+// Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME(NX), the EXPIRE family, TTL family,
+// PERSIST, SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL. MEMORY and DISK live in memory.cc
+// and are registered from here.
+//
+// Replies and error texts follow Redis 7.0; every key operation goes through storage::Db in the
+// client's SELECTed namespace. Write commands already hold their key stripes (the dispatcher
+// takes them from the rows below), so a read-modify-write such as EXPIRE ... GT is atomic.
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <string>
+
+#include "server/command.h"
+#include "server/commands/family.h"
+#include "server/server.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+
+namespace {
+
+constexpr std::string_view kNoSuchKey = "ERR no such key";
+constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
+constexpr std::string_view kNxXxGtLt =
+    "ERR NX and XX, GT or LT options at the same time are not compatible";
+constexpr std::string_view kGtLt = "ERR GT and LT options at the same time are not compatible";
+
+int64_t NowMillis() { return static_cast<int64_t>(storage::NowMs()); }
+
+void CountLookup(CommandContext& ctx, bool hit) {
+  if (hit) {
+    ctx.server.stats().keyspace_hits++;
+  } else {
+    ctx.server.stats().keyspace_misses++;
+  }
+}
+
+// ---- DEL / UNLINK / EXISTS / TYPE ---------------------------------------------------------------
+
+void DelCommand(CommandContext& ctx) {
+  int64_t deleted = 0;
+  for (size_t i = 1; i < ctx.argv.size(); ++i) {
+    auto r = ctx.server.db().Delete(ctx.client.db, ctx.argv[i]);
+    if (!r.ok()) {
+      ReplyStatusError(ctx.out, r.status());
+      return;
+    }
+    deleted += *r ? 1 : 0;
+  }
+  ctx.out.Integer(deleted);
+}
+
+// Counts every argument, so a key named twice counts twice (as Redis does).
+void ExistsCommand(CommandContext& ctx) {
+  int64_t found = 0;
+  for (size_t i = 1; i < ctx.argv.size(); ++i) {
+    auto r = ctx.server.db().Exists(ctx.client.db, ctx.argv[i]);
+    if (!r.ok()) {
+      ReplyStatusError(ctx.out, r.status());
+      return;
+    }
+    CountLookup(ctx, *r);
+    found += *r ? 1 : 0;
+  }
+  ctx.out.Integer(found);
+}
+
+void TypeCommand(CommandContext& ctx) {
+  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  if (!m.ok()) {
+    ReplyStatusError(ctx.out, m.status());
+    return;
+  }
+  CountLookup(ctx, m->has_value());
+  ctx.out.SimpleString(m->has_value() ? storage::TypeName((*m)->type) : "none");
+}
+
+// ---- RENAME / RENAMENX --------------------------------------------------------------------------
+
+void RenameGeneric(CommandContext& ctx, bool nx) {
+  auto r = ctx.server.db().Rename(ctx.client.db, ctx.argv[1], ctx.argv[2], nx);
+  if (!r.ok()) {
+    if (r.status().code() == storage::Code::kNotFound) {
+      ctx.out.Error(kNoSuchKey);
+    } else {
+      ReplyStatusError(ctx.out, r.status());
+    }
+    return;
+  }
+  if (nx) {
+    ctx.out.Integer(*r ? 1 : 0);
+  } else {
+    ctx.out.SimpleString("OK");
+  }
+}
+
+void RenameCommand(CommandContext& ctx) { RenameGeneric(ctx, false); }
+void RenameNxCommand(CommandContext& ctx) { RenameGeneric(ctx, true); }
+
+// ---- EXPIRE family -------------------------------------------------------------------------------
+
+enum ExpireFlag : unsigned { kExpireNx = 1, kExpireXx = 2, kExpireGt = 4, kExpireLt = 8 };
+
+struct ExpireArgs {
+  int64_t when_ms = 0;  // absolute unix time in ms (may be in the past or negative)
+  unsigned flags = 0;
+};
+
+// Options first, then the time, as Redis checks them (so "EXPIRE k abc FOO" names FOO).
+bool ParseExpire(CommandContext& ctx, int64_t basetime_ms, bool seconds, ExpireArgs* out) {
+  for (size_t i = 3; i < ctx.argv.size(); ++i) {
+    const auto opt = ctx.argv[i];
+    if (EqualsIgnoreCase(opt, "nx")) {
+      out->flags |= kExpireNx;
+    } else if (EqualsIgnoreCase(opt, "xx")) {
+      out->flags |= kExpireXx;
+    } else if (EqualsIgnoreCase(opt, "gt")) {
+      out->flags |= kExpireGt;
+    } else if (EqualsIgnoreCase(opt, "lt")) {
+      out->flags |= kExpireLt;
+    } else {
+      ctx.out.Error("ERR Unsupported option " + std::string(opt));
+      return false;
+    }
+  }
+  if ((out->flags & kExpireNx) && (out->flags & (kExpireXx | kExpireGt | kExpireLt))) {
+    ctx.out.Error(kNxXxGtLt);
+    return false;
+  }
+  if ((out->flags & kExpireGt) && (out->flags & kExpireLt)) {
+    ctx.out.Error(kGtLt);
+    return false;
+  }
+  auto when = ParseInt64(ctx.argv[2]);
+  if (!when) {
+    ctx.out.Error(kNotIntegerError);
+    return false;
+  }
+  int64_t ms = *when;
+  const std::string invalid = "ERR invalid expire time in '" + ToLower(ctx.argv[0]) + "' command";
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min();
+  if (seconds) {
+    if (ms > kMax / 1000 || ms < kMin / 1000) {
+      ctx.out.Error(invalid);
+      return false;
+    }
+    ms *= 1000;
+  }
+  if (ms > kMax - basetime_ms) {
+    ctx.out.Error(invalid);
+    return false;
+  }
+  out->when_ms = ms + basetime_ms;
+  return true;
+}
+
+void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
+  const int64_t now = NowMillis();
+  ExpireArgs args;
+  if (!ParseExpire(ctx, relative ? now : 0, seconds, &args)) {
+    return;
+  }
+  auto& db = ctx.server.db();
+  auto m = db.Get(ctx.client.db, ctx.argv[1]);
+  if (!m.ok()) {
+    ReplyStatusError(ctx.out, m.status());
+    return;
+  }
+  if (!m->has_value()) {
+    ctx.out.Integer(0);
+    return;
+  }
+  // No expiry counts as an infinite TTL: GT never beats it, LT always does.
+  const uint64_t current = (*m)->expire_ms;
+  const bool has_ttl = current != 0;
+  const int64_t cur = static_cast<int64_t>(current);
+  if (((args.flags & kExpireNx) && has_ttl) || ((args.flags & kExpireXx) && !has_ttl) ||
+      ((args.flags & kExpireGt) && (!has_ttl || args.when_ms <= cur)) ||
+      ((args.flags & kExpireLt) && has_ttl && args.when_ms >= cur)) {
+    ctx.out.Integer(0);
+    return;
+  }
+  if (args.when_ms <= now) {
+    auto r = db.Expire(ctx.client.db, ctx.argv[1]);
+    if (!r.ok()) {
+      ReplyStatusError(ctx.out, r.status());
+      return;
+    }
+    ctx.out.Integer(1);
+    return;
+  }
+  auto r = db.SetExpire(ctx.client.db, ctx.argv[1], static_cast<uint64_t>(args.when_ms));
+  if (!r.ok()) {
+    ReplyStatusError(ctx.out, r.status());
+    return;
+  }
+  ctx.out.Integer(*r ? 1 : 0);
+}
+
+void ExpireCommand(CommandContext& ctx) { ExpireGeneric(ctx, true, true); }
+void PExpireCommand(CommandContext& ctx) { ExpireGeneric(ctx, true, false); }
+void ExpireAtCommand(CommandContext& ctx) { ExpireGeneric(ctx, false, true); }
+void PExpireAtCommand(CommandContext& ctx) { ExpireGeneric(ctx, false, false); }
+
+// TTL (ms = false, absolute = false), PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no expiry;
+// seconds are rounded to the nearest, as Redis does.
+void TtlGeneric(CommandContext& ctx, bool ms, bool absolute) {
+  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  if (!m.ok()) {
+    ReplyStatusError(ctx.out, m.status());
+    return;
+  }
+  CountLookup(ctx, m->has_value());
+  if (!m->has_value()) {
+    ctx.out.Integer(-2);
+    return;
+  }
+  const int64_t expire = static_cast<int64_t>((*m)->expire_ms);
+  if (expire == 0) {
+    ctx.out.Integer(-1);
+    return;
+  }
+  int64_t ttl = absolute ? expire : expire - NowMillis();
+  if (ttl < 0) {
+    ttl = 0;
+  }
+  ctx.out.Integer(ms ? ttl : (ttl + 500) / 1000);
+}
+
+void TtlCommand(CommandContext& ctx) { TtlGeneric(ctx, false, false); }
+void PTtlCommand(CommandContext& ctx) { TtlGeneric(ctx, true, false); }
+void ExpireTimeCommand(CommandContext& ctx) { TtlGeneric(ctx, false, true); }
+void PExpireTimeCommand(CommandContext& ctx) { TtlGeneric(ctx, true, true); }
+
+void PersistCommand(CommandContext& ctx) {
+  auto& db = ctx.server.db();
+  auto m = db.Get(ctx.client.db, ctx.argv[1]);
+  if (!m.ok()) {
+    ReplyStatusError(ctx.out, m.status());
+    return;
+  }
+  if (!m->has_value() || (*m)->expire_ms == 0) {
+    ctx.out.Integer(0);
+    return;
+  }
+  auto r = db.SetExpire(ctx.client.db, ctx.argv[1], 0);
+  if (!r.ok()) {
+    ReplyStatusError(ctx.out, r.status());
+    return;
+  }
+  ctx.out.Integer(*r ? 1 : 0);
+}
+
+// ---- SCAN / KEYS / RANDOMKEY / DBSIZE -----------------------------------------------------------
+
+struct ScanArgs {
+  uint64_t cursor = 0;
+  std::string pattern;  // empty = every key
+  uint64_t count = 10;
+  std::string type;  // empty = any type
+};
+
+// Redis reads the cursor with strtoul: an unsigned 64-bit number, leading '+'/'-' accepted
+// ("-1" wraps), no leading space, nothing after the digits.
+bool ParseCursor(std::string_view text, uint64_t* cursor) {
+  const std::string s(text);
+  if (!s.empty() && std::isspace(static_cast<unsigned char>(s[0]))) {
+    return false;
+  }
+  char* end = nullptr;
+  errno = 0;
+  *cursor = std::strtoull(s.c_str(), &end, 10);
+  return *end == '\0' && errno != ERANGE;
+}
+
+bool ParseScan(CommandContext& ctx, ScanArgs* out) {
+  if (!ParseCursor(ctx.argv[1], &out->cursor)) {
+    ctx.out.Error(kInvalidCursor);
+    return false;
+  }
+  for (size_t i = 2; i < ctx.argv.size(); i += 2) {
+    const auto opt = ctx.argv[i];
+    if (i + 1 >= ctx.argv.size()) {
+      ctx.out.Error(kSyntaxError);
+      return false;
+    }
+    const auto value = ctx.argv[i + 1];
+    if (EqualsIgnoreCase(opt, "count")) {
+      auto n = ParseInt64(value);
+      if (!n) {
+        ctx.out.Error(kNotIntegerError);
+        return false;
+      }
+      if (*n < 1) {
+        ctx.out.Error(kSyntaxError);
+        return false;
+      }
+      out->count = static_cast<uint64_t>(*n);
+    } else if (EqualsIgnoreCase(opt, "match")) {
+      out->pattern = value == "*" ? "" : std::string(value);
+    } else if (EqualsIgnoreCase(opt, "type")) {
+      out->type = std::string(value);
+    } else {
+      ctx.out.Error(kSyntaxError);
+      return false;
+    }
+  }
+  return true;
+}
+
+void ScanCommand(CommandContext& ctx) {
+  ScanArgs args;
+  if (!ParseScan(ctx, &args)) {
+    return;
+  }
+  auto page =
+      ctx.server.db().Scan(ctx.client.db, args.cursor, args.pattern, args.count, args.type);
+  if (!page.ok()) {
+    ReplyStatusError(ctx.out, page.status());
+    return;
+  }
+  ctx.out.ArrayHeader(2);
+  ctx.out.Bulk(std::to_string(page->cursor));
+  ctx.out.ArrayHeader(static_cast<int64_t>(page->keys.size()));
+  for (const auto& k : page->keys) {
+    ctx.out.Bulk(k);
+  }
+}
+
+void KeysCommand(CommandContext& ctx) {
+  auto keys = ctx.server.db().Keys(ctx.client.db, ctx.argv[1]);
+  if (!keys.ok()) {
+    ReplyStatusError(ctx.out, keys.status());
+    return;
+  }
+  ctx.out.ArrayHeader(static_cast<int64_t>(keys->size()));
+  for (const auto& k : *keys) {
+    ctx.out.Bulk(k);
+  }
+}
+
+void RandomKeyCommand(CommandContext& ctx) {
+  auto key = ctx.server.db().RandomKey(ctx.client.db);
+  if (!key.ok()) {
+    ReplyStatusError(ctx.out, key.status());
+    return;
+  }
+  if (key->has_value()) {
+    ctx.out.Bulk(**key);
+  } else {
+    ctx.out.Null();
+  }
+}
+
+void DbSizeCommand(CommandContext& ctx) {
+  auto n = ctx.server.db().DbSize(ctx.client.db);
+  if (!n.ok()) {
+    ReplyStatusError(ctx.out, n.status());
+    return;
+  }
+  ctx.out.Integer(static_cast<int64_t>(*n));
+}
+
+// ---- FLUSHDB / FLUSHALL -------------------------------------------------------------------------
+
+// [ASYNC|SYNC]: both are accepted and mean the same here (a flush is a range delete, O(1)).
+bool ParseFlushMode(CommandContext& ctx) {
+  if (ctx.argv.size() > 2 ||
+      (ctx.argv.size() == 2 && !EqualsIgnoreCase(ctx.argv[1], "sync") &&
+       !EqualsIgnoreCase(ctx.argv[1], "async"))) {
+    ctx.out.Error(kSyntaxError);
+    return false;
+  }
+  return true;
+}
+
+void FlushGeneric(CommandContext& ctx, bool all) {
+  if (!ParseFlushMode(ctx)) {
+    return;
+  }
+  auto& db = ctx.server.db();
+  auto s = all ? db.FlushAll() : db.FlushDb(ctx.client.db);
+  // WATCHed keys are touched even if the flush failed half-way: a false alarm is safe.
+  ctx.server.BumpAllStripes();
+  if (!s.ok()) {
+    ReplyStatusError(ctx.out, s);
+    return;
+  }
+  ctx.out.SimpleString("OK");
+}
+
+void FlushDbCommand(CommandContext& ctx) { FlushGeneric(ctx, false); }
+void FlushAllCommand(CommandContext& ctx) { FlushGeneric(ctx, true); }
+
+// ---- registration -------------------------------------------------------------------------------
+
+CommandSpec Row(std::string name, int arity, uint32_t flags, int first, int last, int step,
+                Handler handler, std::string summary, std::string since, std::string complexity,
+                std::vector<CommandArgDoc> args) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.first_key = first;
+  s.last_key = last;
+  s.step = step;
+  s.handler = handler;
+  s.summary = std::move(summary);
+  s.since = std::move(since);
+  s.group = "generic";
+  s.complexity = std::move(complexity);
+  s.args = std::move(args);
+  return s;
+}
+
+const CommandArgDoc kKeyArg{"key", "key", "", false, false};
+const CommandArgDoc kKeysArg{"key", "key", "", false, true};
+// "oneof" whose token lists the choices: introspection.cc turns it into pure-token children.
+const CommandArgDoc kConditionArg{"condition", "oneof", "NX|XX|GT|LT", true, false};
+const CommandArgDoc kFlushArg{"flush-type", "oneof", "ASYNC|SYNC", true, false};
+
+}  // namespace
+
+void RegisterKeyspaceCommands(CommandTable& table) {
+  const uint32_t kW = kWrite;
+  const uint32_t kR = kReadOnly;
+  table.Add(Row("del", -2, kW, 1, -1, 1, DelCommand, "Delete a key", "1.0.0",
+                "O(N) where N is the number of keys that will be removed.", {kKeysArg}));
+  table.Add(Row("unlink", -2, kW | kFast, 1, -1, 1, DelCommand,
+                "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but "
+                "non blocking.",
+                "4.0.0", "O(1) for each key removed regardless of its size.", {kKeysArg}));
+  table.Add(Row("exists", -2, kR | kFast, 1, -1, 1, ExistsCommand, "Determine if a key exists",
+                "1.0.0", "O(N) where N is the number of keys to check.", {kKeysArg}));
+  table.Add(Row("type", 2, kR | kFast, 1, 1, 1, TypeCommand, "Determine the type stored at key",
+                "1.0.0", "O(1)", {kKeyArg}));
+  table.Add(Row("rename", 3, kW, 1, 2, 1, RenameCommand, "Rename a key", "1.0.0", "O(1)",
+                {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}}));
+  table.Add(Row("renamenx", 3, kW | kFast, 1, 2, 1, RenameNxCommand,
+                "Rename a key, only if the new key does not exist", "1.0.0", "O(1)",
+                {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}}));
+  table.Add(Row("expire", -3, kW | kFast, 1, 1, 1, ExpireCommand,
+                "Set a key's time to live in seconds", "1.0.0", "O(1)",
+                {kKeyArg, {"seconds", "integer", "", false, false}, kConditionArg}));
+  table.Add(Row("pexpire", -3, kW | kFast, 1, 1, 1, PExpireCommand,
+                "Set a key's time to live in milliseconds", "2.6.0", "O(1)",
+                {kKeyArg, {"milliseconds", "integer", "", false, false}, kConditionArg}));
+  table.Add(Row("expireat", -3, kW | kFast, 1, 1, 1, ExpireAtCommand,
+                "Set the expiration for a key as a UNIX timestamp", "1.2.0", "O(1)",
+                {kKeyArg, {"unix-time-seconds", "unix-time", "", false, false}, kConditionArg}));
+  table.Add(Row("pexpireat", -3, kW | kFast, 1, 1, 1, PExpireAtCommand,
+                "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+                "2.6.0", "O(1)",
+                {kKeyArg,
+                 {"unix-time-milliseconds", "unix-time", "", false, false},
+                 kConditionArg}));
+  table.Add(Row("ttl", 2, kR | kFast, 1, 1, 1, TtlCommand, "Get the time to live for a key",
+                "1.0.0", "O(1)", {kKeyArg}));
+  table.Add(Row("pttl", 2, kR | kFast, 1, 1, 1, PTtlCommand,
+                "Get the time to live for a key in milliseconds", "2.6.0", "O(1)", {kKeyArg}));
+  table.Add(Row("expiretime", 2, kR | kFast, 1, 1, 1, ExpireTimeCommand,
+                "Get the expiration Unix timestamp for a key", "7.0.0", "O(1)", {kKeyArg}));
+  table.Add(Row("pexpiretime", 2, kR | kFast, 1, 1, 1, PExpireTimeCommand,
+                "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0", "O(1)",
+                {kKeyArg}));
+  table.Add(Row("persist", 2, kW | kFast, 1, 1, 1, PersistCommand,
+                "Remove the expiration from a key", "2.2.0", "O(1)", {kKeyArg}));
+  table.Add(Row("scan", -2, kR, 0, 0, 0, ScanCommand, "Incrementally iterate the keys space",
+                "2.8.0",
+                "O(1) for every call. O(N) for a complete iteration, including enough command "
+                "calls for the cursor to return back to 0. N is the number of elements inside the "
+                "collection.",
+                {{"cursor", "integer", "", false, false},
+                 {"pattern", "pattern", "MATCH", true, false},
+                 {"count", "integer", "COUNT", true, false},
+                 {"type", "string", "TYPE", true, false}}));
+  auto keys = Row("keys", 2, kR, 0, 0, 0, KeysCommand, "Find all keys matching the given pattern",
+                  "1.0.0",
+                  "O(N) with N being the number of keys in the database, under the assumption "
+                  "that the key names in the database and the given pattern have limited length.",
+                  {{"pattern", "pattern", "", false, false}});
+  keys.acl_categories = {"@keyspace", "@read", "@slow", "@dangerous"};
+  table.Add(std::move(keys));
+  table.Add(Row("randomkey", 1, kR, 0, 0, 0, RandomKeyCommand,
+                "Return a random key from the keyspace", "1.0.0", "O(1)", {}));
+  auto dbsize = Row("dbsize", 1, kR | kFast, 0, 0, 0, DbSizeCommand,
+                    "Return the number of keys in the selected database", "1.0.0", "O(1)", {});
+  dbsize.group = "server";
+  dbsize.acl_categories = {"@keyspace", "@read", "@fast"};
+  table.Add(std::move(dbsize));
+  auto flushdb = Row("flushdb", -1, kW | kLockAll, 0, 0, 0, FlushDbCommand,
+                     "Remove all keys from the current database", "1.0.0",
+                     "O(N) where N is the number of keys in the selected database", {kFlushArg});
+  flushdb.group = "server";
+  flushdb.acl_categories = {"@keyspace", "@write", "@slow", "@dangerous"};
+  table.Add(std::move(flushdb));
+  auto flushall = Row("flushall", -1, kW | kLockAll, 0, 0, 0, FlushAllCommand,
+                      "Remove all keys from all databases", "1.0.0",
+                      "O(N) where N is the total number of keys in all databases", {kFlushArg});
+  flushall.group = "server";
+  flushall.acl_categories = {"@keyspace", "@write", "@slow", "@dangerous"};
+  table.Add(std::move(flushall));
+  RegisterMemoryCommands(table);
+}
+
+}  // namespace cuckood::server

@@ -1,0 +1,79 @@
+// Server options: one table of rows (name, default, description, run-time changeable), read from
+// conf/cuckood.conf-style files (`name value` lines) and CLI11 flags of the same names; flags win.
+// CONFIG GET/SET use the same rows.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuckood::server {
+
+struct Config {
+  std::string bind = "127.0.0.1";
+  int port = 6379;
+  std::string dir = "./data";
+  int workers = 0;  // 0 = number of cores
+  std::string requirepass;
+  bool protected_mode = true;
+  std::string appendfsync = "everysec";
+  int maxclients = 10000;
+  int timeout = 0;  // seconds of idleness before a client is closed; 0 = never
+  int tcp_keepalive = 300;
+  std::string loglevel = "notice";
+  std::string logfile;  // empty = stdout
+  int databases = 16;
+  uint64_t proto_max_bulk_len = 512ULL << 20;
+  uint64_t client_query_buffer_limit = 1ULL << 30;
+  uint64_t client_output_buffer_limit = 0;  // hard limit per normal client in bytes; 0 = none
+  uint64_t block_cache_size = 256ULL << 20;
+  uint64_t write_buffer_size = 64ULL << 20;
+  int64_t slowlog_log_slower_than = 10000;  // microseconds; <0 disables, 0 logs everything
+  uint64_t slowlog_max_len = 128;
+  int64_t latency_monitor_threshold = 0;
+  // "name newname" joined by one space; an empty newname ("name ") disables the command.
+  std::vector<std::string> rename_commands;
+  std::string pidfile;
+  // Cuckoo filter defaults (RedisBloom's module options) and storage of filters.
+  uint64_t cf_initial_size = 1024;
+  uint64_t cf_bucket_size = 2;
+  uint64_t cf_max_iterations = 20;
+  uint64_t cf_expansion_factor = 1;
+  uint64_t cf_max_expansions = 32;
+  std::string cf_sizing = "redisbloom";
+  uint64_t cf_page_size = 2048;
+  uint64_t cf_max_filter_bytes = 1ULL << 36;
+};
+
+// One option row. get/set operate on a Config; set returns an error text or nullopt.
+struct OptionRow {
+  std::string name;
+  std::string description;
+  bool mutable_at_runtime;
+  std::function<std::string(const Config&)> get;
+  std::function<std::optional<std::string>(Config&, const std::string&)> set;
+};
+
+const std::vector<OptionRow>& OptionTable();
+const OptionRow* FindOption(const std::string& name);
+
+// Reads a config file into cfg. Returns an error text (with file and line) or nullopt.
+std::optional<std::string> LoadConfigFile(const std::string& path, Config* cfg);
+
+// Parses argv (CLI11): --config FILE first, then every option as --name value. Throws on bad
+// input (start-up only); returns false when the program should exit with *exit_code (help,
+// version).
+bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* check_mode);
+// As above; also stores the config file that was read ("" when none) in *config_file, if given.
+// The file comes from --config or a positional argument (`cuckood /etc/cuckood.conf`).
+bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* check_mode,
+                      std::string* config_file);
+
+// Parses sizes like "256mb", "1gb", "100" into bytes.
+std::optional<uint64_t> ParseMemory(const std::string& text);
+
+}  // namespace cuckood::server

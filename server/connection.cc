@@ -1,0 +1,276 @@
+#include "server/connection.h"
+
+#include <spdlog/spdlog.h>
+
+#include "resp/writer.h"
+
+namespace cuckood::server {
+namespace {
+
+constexpr size_t kReadChunk = 16 * 1024;
+// Stop reading (and executing) while this much output waits for the socket.
+constexpr size_t kOutputHighWater = 256 * 1024;
+
+std::string EndpointText(const asio::ip::tcp::endpoint& ep) {
+  auto a = ep.address();
+  std::string host = a.to_string();
+  if (a.is_v6()) {
+    return host + ":" + std::to_string(ep.port());
+  }
+  return host + ":" + std::to_string(ep.port());
+}
+
+}  // namespace
+
+Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id)
+    : server_(server), socket_(std::move(socket)), idle_timer_(socket_.get_executor()), id_(id) {
+  Config cfg = server_.config();
+  resp::ParserLimits limits;
+  limits.max_bulk_len = cfg.proto_max_bulk_len;
+  limits.query_buffer_limit = cfg.client_query_buffer_limit;
+  parser_.set_limits(limits);
+  client_.id = id;
+  client_.authenticated = cfg.requirepass.empty();
+  asio::error_code ec;
+  auto peer = socket_.remote_endpoint(ec);
+  if (!ec) {
+    client_.addr = EndpointText(peer);
+  }
+  auto local = socket_.local_endpoint(ec);
+  if (!ec) {
+    client_.laddr = EndpointText(local);
+  }
+  snap_last_ = std::chrono::steady_clock::now();
+}
+
+Connection::~Connection() = default;
+
+void Connection::Start() {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self] {
+    self->ArmIdleTimer();
+    self->DoRead();
+  });
+}
+
+void Connection::Kill() {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self] { self->Close(); });
+}
+
+void Connection::Shutdown() {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self] {
+    self->closing_ = true;
+    if (!self->write_in_flight_) {
+      self->Flush();
+      if (!self->write_in_flight_) {
+        self->Close();
+      }
+    }
+  });
+}
+
+void Connection::ArmIdleTimer() {
+  int timeout = server_.config().timeout;
+  if (timeout <= 0 || closed_) {
+    return;
+  }
+  idle_timer_.expires_after(std::chrono::seconds(1));
+  auto self = shared_from_this();
+  idle_timer_.async_wait([self, timeout](const asio::error_code& ec) {
+    if (ec || self->closed_) {
+      return;
+    }
+    auto idle = std::chrono::steady_clock::now() - self->client_.last_interaction;
+    if (idle >= std::chrono::seconds(timeout) && !self->write_in_flight_) {
+      spdlog::debug("closing idle client {}", self->client_.addr);
+      self->Close();
+      return;
+    }
+    self->ArmIdleTimer();
+  });
+}
+
+void Connection::DoRead() {
+  if (reading_ || closing_ || closed_) {
+    return;
+  }
+  if (out_.size() + writing_.size() > kOutputHighWater) {
+    server_.stats().blocked_on_output++;
+    return;  // resumed by OnWrite
+  }
+  reading_ = true;
+  char* buf = parser_.PrepareWrite(kReadChunk);
+  auto self = shared_from_this();
+  socket_.async_read_some(asio::buffer(buf, kReadChunk),
+                          [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n); });
+}
+
+void Connection::OnRead(const asio::error_code& ec, size_t n) {
+  reading_ = false;
+  if (ec) {
+    parser_.Commit(0);
+    Close();
+    return;
+  }
+  parser_.Commit(n);
+  server_.stats().total_net_input_bytes += n;
+  client_.last_interaction = std::chrono::steady_clock::now();
+  ProcessInput();
+}
+
+void Connection::ProcessInput() {
+  if (closed_) {
+    return;
+  }
+  std::vector<std::string_view> argv;
+  resp::Writer writer(&out_, client_.proto);
+  bool ran = false;
+  while (!closing_) {
+    if (out_.size() + writing_.size() > kOutputHighWater) {
+      break;  // backpressure: the rest waits until the socket drains
+    }
+    auto r = parser_.Next(&argv);
+    if (r == resp::Parser::Result::kNeedMore) {
+      break;
+    }
+    if (r == resp::Parser::Result::kError) {
+      server_.stats().protocol_errors++;
+      spdlog::debug("protocol error from {}: {}", client_.addr, parser_.error());
+      writer.Error(parser_.error());
+      closing_ = true;
+      break;
+    }
+    if (argv.empty()) {
+      continue;
+    }
+    writer = resp::Writer(&out_, client_.proto);
+    server_.Dispatch(client_, argv, writer);
+    ran = true;
+    if (client_.close_after_reply || client_.kill_requested) {
+      closing_ = true;
+    }
+    const uint64_t limit = server_.config().client_output_buffer_limit;
+    if (limit > 0 && out_.size() + writing_.size() > limit) {
+      spdlog::info("client {} closed for overcoming of output buffer limits", client_.addr);
+      server_.stats().client_output_limit_disconnections++;
+      Close();
+      return;
+    }
+  }
+  query_buf_ = parser_.buffered();
+  if (ran) {
+    SyncSnapshot();
+  }
+  Flush();
+  if (closing_) {
+    if (!write_in_flight_) {
+      Close();
+    }
+    return;
+  }
+  DoRead();
+}
+
+void Connection::Flush() {
+  if (write_in_flight_ || out_.empty() || closed_) {
+    return;
+  }
+  writing_.swap(out_);
+  out_.clear();
+  write_in_flight_ = true;
+  pending_out_ = writing_.size();
+  auto self = shared_from_this();
+  asio::async_write(socket_, asio::buffer(writing_),
+                    [self](const asio::error_code& ec, size_t n) { self->OnWrite(ec, n); });
+}
+
+void Connection::OnWrite(const asio::error_code& ec, size_t n) {
+  write_in_flight_ = false;
+  server_.stats().total_net_output_bytes += n;
+  if (ec) {
+    Close();
+    return;
+  }
+  writing_.clear();
+  if (writing_.capacity() > 4 * kOutputHighWater) {
+    std::string().swap(writing_);
+  }
+  pending_out_ = out_.size();
+  if (closing_) {
+    if (!out_.empty()) {
+      Flush();
+    } else {
+      Close();
+    }
+    return;
+  }
+  // Commands may be waiting in the parser because of backpressure.
+  ProcessInput();
+}
+
+void Connection::Close() {
+  if (closed_) {
+    return;
+  }
+  closed_ = true;
+  closing_ = true;
+  asio::error_code ec;
+  idle_timer_.cancel();
+  socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  server_.UnregisterConnection(id_);
+}
+
+void Connection::SyncSnapshot() {
+  std::lock_guard lock(snapshot_mu_);
+  snap_name_ = client_.name;
+  snap_cmd_ = client_.last_command;
+  snap_db_ = client_.db;
+  snap_proto_ = client_.proto;
+  snap_multi_ = client_.in_multi;
+  snap_last_ = client_.last_interaction;
+  lib_name_ = client_.lib_name;
+  lib_ver_ = client_.lib_ver;
+}
+
+std::string Connection::addr() const {
+  return client_.addr;
+}
+std::string Connection::laddr() const {
+  return client_.laddr;
+}
+std::string Connection::name() const {
+  std::lock_guard lock(snapshot_mu_);
+  return snap_name_;
+}
+
+std::string Connection::Describe() const {
+  std::lock_guard lock(snapshot_mu_);
+  auto now = std::chrono::steady_clock::now();
+  auto age = std::chrono::duration_cast<std::chrono::seconds>(now - client_.created).count();
+  auto idle = std::chrono::duration_cast<std::chrono::seconds>(now - snap_last_).count();
+  size_t qbuf = query_buf_.load();
+  size_t omem = pending_out_.load();
+  std::string s;
+  s.reserve(256);
+  s += "id=" + std::to_string(id_);
+  s += " addr=" + client_.addr;
+  s += " laddr=" + client_.laddr;
+  s += " fd=-1 name=" + snap_name_;
+  s += " age=" + std::to_string(age);
+  s += " idle=" + std::to_string(idle);
+  s += snap_multi_ ? " flags=x" : " flags=N";
+  s += " db=" + std::to_string(snap_db_);
+  s += " sub=0 psub=0 ssub=0 multi=" + std::string(snap_multi_ ? "0" : "-1");
+  s += " qbuf=" + std::to_string(qbuf) + " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0";
+  s += " obl=0 oll=0 omem=" + std::to_string(omem);
+  s += " tot-mem=" + std::to_string(qbuf + omem + 16384);
+  s += " events=r cmd=" + snap_cmd_;
+  s += " user=default redir=-1 resp=" + std::to_string(snap_proto_);
+  s += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
+  return s;
+}
+
+}  // namespace cuckood::server

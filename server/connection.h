@@ -1,0 +1,74 @@
+// One client connection: reads into the RESP parser, runs each whole command through the
+// dispatcher inline on its io thread (pipelined commands keep their order), and writes the
+// replies of a batch of commands with one socket write. Backpressure: while more than the
+// output threshold is pending, the connection stops reading.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "resp/parser.h"
+#include "server/server.h"
+
+namespace cuckood::server {
+
+class Connection : public std::enable_shared_from_this<Connection> {
+ public:
+  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id);
+  ~Connection();
+
+  void Start();
+  // Thread-safe: asks the connection to close (after flushing what is pending).
+  void Kill();
+  // Thread-safe: graceful stop for shutdown (stop reading, flush, close).
+  void Shutdown();
+
+  uint64_t id() const { return id_; }
+  // A one-line description for CLIENT LIST / CLIENT INFO (thread-safe snapshot).
+  std::string Describe() const;
+  // Snapshot of some client fields for CLIENT KILL filters.
+  std::string addr() const;
+  std::string laddr() const;
+  std::string name() const;
+  size_t output_pending() const { return pending_out_.load(); }
+  size_t query_buffer() const { return query_buf_.load(); }
+
+ private:
+  void DoRead();
+  void OnRead(const asio::error_code& ec, size_t n);
+  void ProcessInput();
+  void Flush();
+  void OnWrite(const asio::error_code& ec, size_t n);
+  void Close();
+  void ArmIdleTimer();
+  void SyncSnapshot();
+
+  Server& server_;
+  asio::ip::tcp::socket socket_;
+  asio::steady_timer idle_timer_;
+  uint64_t id_;
+  resp::Parser parser_;
+  Client client_;
+  std::string out_;       // replies being built
+  std::string writing_;   // replies on the wire
+  bool reading_ = false;
+  bool write_in_flight_ = false;
+  bool closing_ = false;  // no more reads; close once output is flushed
+  bool closed_ = false;
+  std::atomic<size_t> pending_out_{0};
+  std::atomic<size_t> query_buf_{0};
+  mutable std::mutex snapshot_mu_;  // guards the copies below for other threads
+  std::string snap_name_;
+  std::string snap_cmd_;
+  uint16_t snap_db_ = 0;
+  int snap_proto_ = 2;
+  bool snap_multi_ = false;
+  std::chrono::steady_clock::time_point snap_last_;
+  std::string lib_name_;
+  std::string lib_ver_;
+};
+
+}  // namespace cuckood::server

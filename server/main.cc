@@ -1,0 +1,73 @@
+// cuckood: a Redis-protocol server for RedisBloom-compatible cuckoo filters on RocksDB.
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "server/config.h"
+#include "server/server.h"
+#include "storage/checker.h"
+
+namespace {
+
+void SetupLogging(const cuckood::server::Config& cfg) {
+  std::shared_ptr<spdlog::logger> logger;
+  if (cfg.logfile.empty()) {
+    logger = spdlog::stdout_logger_mt("cuckood");
+  } else {
+    logger = spdlog::basic_logger_mt("cuckood", cfg.logfile);
+  }
+  spdlog::set_default_logger(logger);
+  const auto& l = cfg.loglevel;
+  spdlog::set_level(l == "debug" || l == "verbose" ? spdlog::level::debug
+                    : l == "warning"               ? spdlog::level::warn
+                                                   : spdlog::level::info);
+  spdlog::flush_on(spdlog::level::info);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using cuckood::server::Config;
+  Config cfg;
+  bool check_mode = false;
+  try {
+    int exit_code = 0;
+    if (!cuckood::server::ParseCommandLine(argc, argv, &cfg, &exit_code, &check_mode)) {
+      return exit_code;
+    }
+  } catch (const std::exception& e) {
+    std::cerr << "cuckood: " << e.what() << "\n";
+    return 2;
+  }
+  if (check_mode) {
+    auto report = cuckood::storage::CheckDatabase(cfg.dir, std::cout);
+    return report.ok() ? 0 : 1;
+  }
+  try {
+    SetupLogging(cfg);
+    cuckood::server::Server server(cfg);
+    char exe[4096] = {0};
+    if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
+      server.set_executable(exe);
+    }
+    server.Start();
+    if (!cfg.pidfile.empty()) {
+      std::ofstream(cfg.pidfile) << getpid() << "\n";
+    }
+    server.Wait();
+    if (!cfg.pidfile.empty()) {
+      std::remove(cfg.pidfile.c_str());
+    }
+    spdlog::info("cuckood is now ready to exit, bye bye...");
+  } catch (const std::exception& e) {
+    spdlog::critical("fatal: {}", e.what());
+    std::cerr << "cuckood: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,533 @@
+#include "server/server.h"
+
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <random>
+#include <sstream>
+
+#include "server/connection.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+namespace {
+
+constexpr size_t kLockStripes = 4096;
+
+storage::FsyncMode FsyncFromName(const std::string& s) {
+  if (s == "always") {
+    return storage::FsyncMode::kAlways;
+  }
+  if (s == "no") {
+    return storage::FsyncMode::kNo;
+  }
+  return storage::FsyncMode::kEverySec;
+}
+
+std::string RandomHex(size_t n) {
+  static const char* kHex = "0123456789abcdef";
+  std::random_device rd;
+  std::mt19937_64 rng(rd());
+  std::string s(n, '0');
+  for (auto& c : s) {
+    c = kHex[rng() % 16];
+  }
+  return s;
+}
+
+// Redis's text for an unknown command: the name and the first arguments, quoted.
+std::string UnknownCommandError(const Argv& argv) {
+  std::string args;
+  for (size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
+    size_t room = 128 - args.size();
+    args += "'" + std::string(argv[i].substr(0, room)) + "' ";
+  }
+  std::string msg = "ERR unknown command '" + std::string(argv[0].substr(0, 128)) +
+                    "', with args beginning with: " + args;
+  for (auto& c : msg) {
+    if (c == '\r' || c == '\n') {
+      c = ' ';
+    }
+  }
+  return msg;
+}
+
+}  // namespace
+
+Server::Server(Config config) : config_(std::move(config)) {
+  stripe_versions_ = std::make_unique<std::atomic<uint64_t>[]>(kLockStripes);
+  for (const auto& row : OptionTable()) {
+    (void)row;
+  }
+  auto apply = [this](const Config& c) {
+    cf_initial_size_ = c.cf_initial_size;
+    cf_bucket_size_ = c.cf_bucket_size;
+    cf_max_iterations_ = c.cf_max_iterations;
+    cf_expansion_factor_ = c.cf_expansion_factor;
+    cf_max_expansions_ = c.cf_max_expansions;
+    cf_page_size_ = c.cf_page_size;
+    cf_max_filter_bytes_ = c.cf_max_filter_bytes;
+    cf_sizing_ = c.cf_sizing == "load-factor" ? 1 : 0;
+    slowlog_slower_than_ = c.slowlog_log_slower_than;
+    slowlog_max_len_ = c.slowlog_max_len;
+  };
+  apply(config_);
+  run_id_ = RandomHex(40);
+  start_unix_ = static_cast<int64_t>(storage::NowMs() / 1000);
+  RegisterConnectionCommands(table_);
+  RegisterTransactionCommands(table_);
+  RegisterKeyspaceCommands(table_);
+  RegisterStringCommands(table_);
+  RegisterServerCommands(table_);
+  RegisterIntrospectionCommands(table_);
+  RegisterCfCommands(table_);
+}
+
+Server::~Server() {
+  if (!stopped_) {
+    StopAll();
+  }
+}
+
+storage::CfSettings Server::cf_settings() const {
+  storage::CfSettings s;
+  s.initial_capacity = cf_initial_size_.load(std::memory_order_relaxed);
+  s.bucket_size = static_cast<uint16_t>(cf_bucket_size_.load(std::memory_order_relaxed));
+  s.max_iterations = static_cast<uint16_t>(cf_max_iterations_.load(std::memory_order_relaxed));
+  s.expansion = static_cast<uint16_t>(cf_expansion_factor_.load(std::memory_order_relaxed));
+  s.max_expansions = static_cast<uint32_t>(cf_max_expansions_.load(std::memory_order_relaxed));
+  s.sizing = cf_sizing_.load(std::memory_order_relaxed) == 1 ? core::SizingPolicy::kLoadFactor
+                                                             : core::SizingPolicy::kRedisBloom;
+  s.page_size = static_cast<uint32_t>(cf_page_size_.load(std::memory_order_relaxed));
+  s.max_filter_bytes = cf_max_filter_bytes_.load(std::memory_order_relaxed);
+  return s;
+}
+
+Config Server::config() const {
+  std::lock_guard lock(config_mu_);
+  return config_;
+}
+
+std::optional<std::string> Server::SetConfig(const std::string& name, const std::string& value) {
+  const OptionRow* row = FindOption(name);
+  if (row == nullptr) {
+    return "unknown option";
+  }
+  if (!row->mutable_at_runtime) {
+    return "can't set immutable config";
+  }
+  std::lock_guard lock(config_mu_);
+  Config next = config_;
+  if (auto err = row->set(next, value)) {
+    return err;
+  }
+  config_ = next;
+  cf_initial_size_ = next.cf_initial_size;
+  cf_bucket_size_ = next.cf_bucket_size;
+  cf_max_iterations_ = next.cf_max_iterations;
+  cf_expansion_factor_ = next.cf_expansion_factor;
+  cf_max_expansions_ = next.cf_max_expansions;
+  cf_max_filter_bytes_ = next.cf_max_filter_bytes;
+  cf_sizing_ = next.cf_sizing == "load-factor" ? 1 : 0;
+  slowlog_slower_than_ = next.slowlog_log_slower_than;
+  slowlog_max_len_ = next.slowlog_max_len;
+  if (engine_) {
+    engine_->SetFsync(FsyncFromName(next.appendfsync));
+  }
+  if (row->name == "loglevel") {
+    const auto& l = next.loglevel;
+    spdlog::set_level(l == "debug"     ? spdlog::level::debug
+                      : l == "verbose" ? spdlog::level::debug
+                      : l == "warning" ? spdlog::level::warn
+                                       : spdlog::level::info);
+  }
+  return std::nullopt;
+}
+
+void Server::Start() {
+  Config cfg = config();
+  for (const auto& rc : cfg.rename_commands) {
+    auto sp = rc.find(' ');
+    std::string from = rc.substr(0, sp);
+    std::string to = sp == std::string::npos ? "" : rc.substr(sp + 1);
+    if (!table_.Rename(from, to)) {
+      throw std::runtime_error("rename-command: unknown command '" + from + "'");
+    }
+  }
+  storage::EngineOptions eo;
+  eo.dir = cfg.dir;
+  eo.fsync = FsyncFromName(cfg.appendfsync);
+  eo.block_cache_bytes = cfg.block_cache_size;
+  eo.write_buffer_bytes = cfg.write_buffer_size;
+  auto engine = storage::Engine::Open(eo);
+  if (!engine.ok()) {
+    throw std::runtime_error(engine.status().message());
+  }
+  engine_ = std::move(*engine);
+  db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes);
+
+  int workers =
+      cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
+  workers = std::max(workers, 1);
+  for (int i = 0; i < workers; ++i) {
+    contexts_.push_back(std::make_unique<asio::io_context>(1));
+    guards_.push_back(asio::make_work_guard(*contexts_.back()));
+  }
+  auto& main_ctx = *contexts_[0];
+  std::istringstream binds(cfg.bind);
+  std::string addr;
+  while (binds >> addr) {
+    asio::error_code ec;
+    auto ip = asio::ip::make_address(addr == "*" ? "0.0.0.0" : addr, ec);
+    if (ec) {
+      throw std::runtime_error("invalid bind address '" + addr + "'");
+    }
+    asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(cfg.port));
+    auto acc = std::make_unique<asio::ip::tcp::acceptor>(main_ctx);
+    acc->open(ep.protocol(), ec);
+    if (!ec) {
+      acc->set_option(asio::ip::tcp::acceptor::reuse_address(true), ec);
+      if (ip.is_v6()) {
+        acc->set_option(asio::ip::v6_only(true), ec);
+      }
+      acc->bind(ep, ec);
+    }
+    if (!ec) {
+      acc->listen(asio::socket_base::max_listen_connections, ec);
+    }
+    if (ec) {
+      throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(cfg.port) +
+                               ": " + ec.message());
+    }
+    bound_port_ = acc->local_endpoint().port();
+    acceptors_.push_back(std::move(acc));
+  }
+  if (acceptors_.empty()) {
+    throw std::runtime_error("no bind address");
+  }
+  for (size_t i = 0; i < acceptors_.size(); ++i) {
+    Accept(i);
+  }
+  std::signal(SIGPIPE, SIG_IGN);
+  signals_ = std::make_unique<asio::signal_set>(main_ctx, SIGINT, SIGTERM);
+  signals_->async_wait([this](const asio::error_code& ec, int sig) {
+    if (!ec) {
+      spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+      RequestShutdown();
+    }
+  });
+  tick_timer_ = std::make_unique<asio::steady_timer>(main_ctx);
+  Tick();
+  for (auto& ctx : contexts_) {
+    threads_.emplace_back([c = ctx.get()] { c->run(); });
+  }
+  spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
+               cfg.bind, bound_port_, workers, cfg.dir);
+}
+
+void Server::Tick() {
+  stats_.Sample();
+  tick_timer_->expires_after(std::chrono::milliseconds(100));
+  tick_timer_->async_wait([this](const asio::error_code& ec) {
+    if (!ec && !shutting_down_) {
+      Tick();
+    }
+  });
+}
+
+void Server::Accept(size_t index) {
+  auto& ctx = *contexts_[next_context_++ % contexts_.size()];
+  acceptors_[index]->async_accept(ctx, [this, index](const asio::error_code& ec,
+                                                     asio::ip::tcp::socket socket) {
+    if (ec) {
+      if (ec == asio::error::operation_aborted || shutting_down_) {
+        return;
+      }
+      spdlog::warn("accept failed: {}", ec.message());
+      Accept(index);
+      return;
+    }
+    Accept(index);
+    stats_.total_connections_received++;
+    Config cfg = config();
+    asio::error_code ec2;
+    auto peer = socket.remote_endpoint(ec2);
+    if (ec2) {
+      return;
+    }
+    if (cfg.protected_mode && cfg.requirepass.empty() && !peer.address().is_loopback()) {
+      static const std::string kDenied =
+          "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+          "password is set for the default user. In this mode connections are only accepted "
+          "from the loopback interface. If you want to connect from external computers to Redis "
+          "you may adopt one of the following solutions: 1) Just disable protected mode sending "
+          "the command 'CONFIG SET protected-mode no' from the loopback interface by connecting "
+          "to Redis from the same host the server is running, however MAKE SURE Redis is not "
+          "publicly accessible from internet if you do so. Use CONFIG REWRITE to make this "
+          "change permanent. 2) Alternatively you can just disable the protected mode by "
+          "editing the Redis configuration file, and setting the protected mode option to 'no', "
+          "and then restarting the server. 3) If you started the server manually just for "
+          "testing, restart it with the '--protected-mode no' option. 4) Set up an "
+          "authentication password for the default user. NOTE: You only need to do one of the "
+          "above things in order for the server to start accepting connections from the "
+          "outside.\r\n";
+      asio::write(socket, asio::buffer(kDenied), ec2);
+      stats_.rejected_connections++;
+      return;
+    }
+    if (connected_.load() >= static_cast<size_t>(std::max(cfg.maxclients, 1))) {
+      static const std::string kMax = "-ERR max number of clients reached\r\n";
+      asio::write(socket, asio::buffer(kMax), ec2);
+      stats_.rejected_connections++;
+      return;
+    }
+    socket.set_option(asio::ip::tcp::no_delay(true), ec2);
+    if (cfg.tcp_keepalive > 0) {
+      socket.set_option(asio::socket_base::keep_alive(true), ec2);
+    }
+    auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId());
+    RegisterConnection(conn);
+    conn->Start();
+  });
+}
+
+void Server::RegisterConnection(const std::shared_ptr<Connection>& conn) {
+  std::lock_guard lock(conns_mu_);
+  conns_[conn->id()] = conn;
+  connected_++;
+}
+
+void Server::UnregisterConnection(uint64_t id) {
+  std::lock_guard lock(conns_mu_);
+  if (conns_.erase(id) > 0) {
+    connected_--;
+  }
+  shutdown_cv_.notify_all();
+}
+
+std::vector<std::shared_ptr<Connection>> Server::Connections() {
+  std::vector<std::shared_ptr<Connection>> out;
+  std::lock_guard lock(conns_mu_);
+  for (auto& [id, weak] : conns_) {
+    if (auto c = weak.lock()) {
+      out.push_back(std::move(c));
+    }
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
+  return out;
+}
+
+void Server::RequestShutdown() {
+  {
+    std::lock_guard lock(shutdown_mu_);
+    shutting_down_ = true;
+  }
+  shutdown_cv_.notify_all();
+}
+
+void Server::Wait() {
+  {
+    std::unique_lock lock(shutdown_mu_);
+    shutdown_cv_.wait(lock, [this] { return shutting_down_.load(); });
+  }
+  StopAll();
+}
+
+void Server::StopAll() {
+  if (stopped_) {
+    return;
+  }
+  stopped_ = true;
+  shutting_down_ = true;
+  if (!contexts_.empty()) {
+    asio::post(*contexts_[0], [this] {
+      for (auto& a : acceptors_) {
+        asio::error_code ec;
+        a->close(ec);
+      }
+      if (signals_) {
+        asio::error_code ec;
+        signals_->cancel(ec);
+      }
+      if (tick_timer_) {
+        tick_timer_->cancel();
+      }
+    });
+  }
+  // Let every connection finish its command in flight and flush its replies.
+  for (auto& conn : Connections()) {
+    conn->Shutdown();
+  }
+  {
+    std::unique_lock lock(conns_mu_);
+    shutdown_cv_.wait_for(lock, std::chrono::seconds(3), [this] { return conns_.empty(); });
+  }
+  guards_.clear();
+  for (auto& ctx : contexts_) {
+    ctx->stop();
+  }
+  for (auto& t : threads_) {
+    if (t.joinable()) {
+      t.join();
+    }
+  }
+  {
+    std::lock_guard lock(conns_mu_);
+    conns_.clear();
+  }
+  acceptors_.clear();
+  signals_.reset();
+  tick_timer_.reset();
+  if (engine_) {
+    engine_->Close();
+    spdlog::info("database closed cleanly");
+  }
+}
+
+uint64_t Server::StripeVersion(size_t stripe) const {
+  return stripe_versions_[stripe % kLockStripes].load(std::memory_order_acquire);
+}
+
+void Server::BumpStripe(size_t stripe) {
+  stripe_versions_[stripe % kLockStripes].fetch_add(1, std::memory_order_acq_rel);
+}
+
+void Server::BumpAllStripes() {
+  for (size_t i = 0; i < kLockStripes; ++i) {
+    stripe_versions_[i].fetch_add(1, std::memory_order_acq_rel);
+  }
+}
+
+void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
+  if (argv.empty()) {
+    return;
+  }
+  const CommandSpec* spec = table_.Find(argv[0]);
+  auto reject = [&](std::string_view msg) {
+    if (client.in_multi) {
+      client.multi_dirty = true;
+    }
+    stats_.CountError(msg);
+    out.Error(msg);
+  };
+  if (spec == nullptr) {
+    reject(UnknownCommandError(argv));
+    return;
+  }
+  const int argc = static_cast<int>(argv.size());
+  if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) {
+    stats_.For(spec->name).rejected_calls++;
+    reject(ArityError(spec->name));
+    return;
+  }
+  if (!client.authenticated && !(spec->flags & kNoAuth)) {
+    stats_.For(spec->name).rejected_calls++;
+    stats_.CountError("NOAUTH");
+    out.Error("NOAUTH Authentication required.");
+    return;
+  }
+  if (client.in_multi && !(spec->flags & kNoMulti)) {
+    client.queued.emplace_back(argv.begin(), argv.end());
+    out.SimpleString("QUEUED");
+    return;
+  }
+  Execute(*spec, client, argv, out, false);
+}
+
+void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
+                     bool locks_held) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t before = out.buffer()->size();
+  storage::LockGuard guard;
+  std::vector<size_t> stripes;
+  const bool write = (spec.flags & kWrite) != 0;
+  if (write) {
+    if (spec.flags & kLockAll) {
+      stripes.resize(db_->locks().stripes());
+      for (size_t i = 0; i < stripes.size(); ++i) {
+        stripes[i] = i;
+      }
+    } else {
+      for (auto key : CommandKeys(spec, argv)) {
+        stripes.push_back(db_->locks().StripeOf(client.db, key));
+      }
+    }
+    if (!locks_held) {
+      guard = storage::LockGuard(&db_->locks(), stripes);
+    }
+  }
+  CommandContext ctx{*this, client, out, argv};
+  spec.handler(ctx);
+  if (write && !(spec.flags & kNoWatchBump)) {
+    for (size_t s : stripes) {
+      BumpStripe(s);
+    }
+  }
+  guard.Release();
+  const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::steady_clock::now() - start)
+                                                .count());
+  auto& cs = stats_.For(spec.name);
+  cs.calls++;
+  cs.usec += micros;
+  cs.latency.Record(micros);
+  stats_.total_commands_processed++;
+  const std::string& buf = *out.buffer();
+  if (buf.size() > before && buf[before] == '-') {
+    cs.failed_calls++;
+    auto end = buf.find('\r', before);
+    stats_.CountError(std::string_view(buf).substr(before + 1, end - before - 1));
+  }
+  client.last_command = spec.name;
+  const int64_t threshold = slowlog_slower_than_.load(std::memory_order_relaxed);
+  if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
+    SlowlogAdd(client, argv, static_cast<int64_t>(micros));
+  }
+}
+
+void Server::SlowlogAdd(const Client& client, const Argv& argv, int64_t micros) {
+  SlowlogEntry e;
+  e.unix_time = static_cast<int64_t>(storage::NowMs() / 1000);
+  e.micros = micros;
+  // Redis keeps at most 32 arguments, each cut to 128 bytes.
+  const size_t n = std::min<size_t>(argv.size(), 32);
+  for (size_t i = 0; i < n; ++i) {
+    if (i == 31 && argv.size() > 32) {
+      e.argv.push_back("... (" + std::to_string(argv.size() - 31) + " more arguments)");
+      break;
+    }
+    std::string a(argv[i].substr(0, 128));
+    if (argv[i].size() > 128) {
+      a += "... (" + std::to_string(argv[i].size() - 128) + " more bytes)";
+    }
+    e.argv.push_back(std::move(a));
+  }
+  e.addr = client.addr;
+  e.name = client.name;
+  std::lock_guard lock(slowlog_mu_);
+  e.id = slowlog_next_id_++;
+  slowlog_.push_front(std::move(e));
+  while (slowlog_.size() > slowlog_max_len_.load()) {
+    slowlog_.pop_back();
+  }
+}
+
+std::vector<SlowlogEntry> Server::SlowlogGet(int64_t count) {
+  std::lock_guard lock(slowlog_mu_);
+  size_t n =
+      count < 0 ? slowlog_.size() : std::min<size_t>(slowlog_.size(), static_cast<size_t>(count));
+  return {slowlog_.begin(), slowlog_.begin() + static_cast<std::ptrdiff_t>(n)};
+}
+
+size_t Server::SlowlogLen() {
+  std::lock_guard lock(slowlog_mu_);
+  return slowlog_.size();
+}
+
+void Server::SlowlogReset() {
+  std::lock_guard lock(slowlog_mu_);
+  slowlog_.clear();
+}
+
+}  // namespace cuckood::server

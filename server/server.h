@@ -1,0 +1,180 @@
+// The server: io threads (Asio), the listener, connections, the command table and everything the
+// command handlers share (storage, config, statistics, client registry, slowlog).
+//
+// Threading: `workers` threads each run one io_context. A connection lives on one of them and its
+// commands run inline there, in order. Shared state here is either atomic or behind a mutex;
+// storage locking is described in storage/locks.h.
+#pragma once
+
+#include <asio.hpp>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "server/command.h"
+#include "server/config.h"
+#include "server/stats.h"
+#include "storage/db.h"
+#include "storage/engine.h"
+
+namespace cuckood::server {
+
+class Connection;
+
+// Per-connection state the command handlers see.
+struct Client {
+  uint64_t id = 0;
+  std::string name;
+  std::string lib_name;
+  std::string lib_ver;
+  std::string addr;   // ip:port of the peer
+  std::string laddr;  // ip:port of our side
+  uint16_t db = 0;
+  int proto = 2;
+  bool authenticated = false;
+  bool close_after_reply = false;
+  bool no_evict = false;
+  bool no_touch = false;
+  // MULTI state
+  bool in_multi = false;
+  bool multi_dirty = false;  // an error while queuing: EXEC answers EXECABORT
+  std::vector<std::vector<std::string>> queued;
+  // WATCH: (stripe, modification counter when watched)
+  std::vector<std::pair<size_t, uint64_t>> watched;
+  std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_interaction = std::chrono::steady_clock::now();
+  std::string last_command = "NULL";
+  size_t query_buffer = 0;
+  size_t output_pending = 0;
+  bool kill_requested = false;
+};
+
+struct SlowlogEntry {
+  uint64_t id;
+  int64_t unix_time;
+  int64_t micros;
+  std::vector<std::string> argv;
+  std::string addr;
+  std::string name;
+};
+
+class Server {
+ public:
+  explicit Server(Config config);
+  ~Server();
+
+  // Opens storage and starts listening; throws std::runtime_error on start-up failure.
+  void Start();
+  // Runs until shutdown (blocks the calling thread).
+  void Wait();
+  // Begins a graceful stop from any thread (SIGTERM, SHUTDOWN).
+  void RequestShutdown();
+
+  // ---- used by connections and handlers --------------------------------------------------------
+  const CommandTable& commands() const { return table_; }
+  storage::Db& db() { return *db_; }
+  storage::Engine& engine() { return *engine_; }
+  storage::CfSettings cf_settings() const;
+  Stats& stats() { return stats_; }
+
+  // Runs one command for a client: lookup, arity, auth, MULTI queuing, locks, stats. Appends the
+  // reply to out.
+  void Dispatch(Client& client, const Argv& argv, resp::Writer& out);
+  // Executes a command already validated (used by Dispatch and EXEC). hold_locks = the caller
+  // already holds the stripes.
+  void Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
+               bool locks_held);
+
+  // Config access (CONFIG GET/SET); set applies run-time side effects.
+  Config config() const;
+  std::optional<std::string> SetConfig(const std::string& name, const std::string& value);
+
+  // WATCH support: modification counters per key stripe.
+  uint64_t StripeVersion(size_t stripe) const;
+  void BumpStripe(size_t stripe);
+  void BumpAllStripes();
+
+  // Client registry (CLIENT LIST / KILL / INFO clients).
+  void RegisterConnection(const std::shared_ptr<Connection>& conn);
+  void UnregisterConnection(uint64_t id);
+  std::vector<std::shared_ptr<Connection>> Connections();
+  size_t connected_clients() const { return connected_.load(); }
+  uint64_t NextClientId() { return ++client_ids_; }
+
+  // Slowlog
+  void SlowlogAdd(const Client& client, const Argv& argv, int64_t micros);
+  std::vector<SlowlogEntry> SlowlogGet(int64_t count);
+  size_t SlowlogLen();
+  void SlowlogReset();
+
+  std::chrono::steady_clock::time_point start_time() const { return start_time_; }
+  int64_t start_unix() const { return start_unix_; }
+  const std::string& run_id() const { return run_id_; }
+  int port() const { return bound_port_; }
+  int io_threads() const { return static_cast<int>(threads_.size()); }
+  bool shutting_down() const { return shutting_down_.load(); }
+  std::string executable() const { return executable_; }
+  void set_executable(std::string path) { executable_ = std::move(path); }
+  std::string config_file() const { return config_file_; }
+  void set_config_file(std::string path) { config_file_ = std::move(path); }
+
+ private:
+  void Accept(size_t acceptor);
+  void StopAll();
+  void Tick();
+
+  mutable std::mutex config_mu_;
+  Config config_;
+  // Hot-path copies of settings, readable without the mutex.
+  std::atomic<uint64_t> cf_initial_size_, cf_bucket_size_, cf_max_iterations_,
+      cf_expansion_factor_, cf_max_expansions_, cf_page_size_, cf_max_filter_bytes_;
+  std::atomic<int> cf_sizing_;
+  std::atomic<int64_t> slowlog_slower_than_;
+  std::atomic<uint64_t> slowlog_max_len_;
+
+  CommandTable table_;
+  std::unique_ptr<storage::Engine> engine_;
+  std::unique_ptr<storage::Db> db_;
+  Stats stats_;
+
+  std::vector<std::unique_ptr<asio::io_context>> contexts_;
+  std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
+  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
+  std::atomic<size_t> next_context_{0};
+  std::unique_ptr<asio::signal_set> signals_;
+  std::unique_ptr<asio::steady_timer> tick_timer_;
+
+  std::mutex conns_mu_;
+  std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns_;
+  std::atomic<size_t> connected_{0};
+  std::atomic<uint64_t> client_ids_{0};
+
+  std::unique_ptr<std::atomic<uint64_t>[]> stripe_versions_;
+
+  std::mutex slowlog_mu_;
+  std::deque<SlowlogEntry> slowlog_;
+  uint64_t slowlog_next_id_ = 0;
+
+  std::mutex shutdown_mu_;
+  std::condition_variable shutdown_cv_;
+  std::atomic<bool> shutting_down_{false};
+  bool stopped_ = false;
+  std::chrono::steady_clock::time_point start_time_ = std::chrono::steady_clock::now();
+  int64_t start_unix_ = 0;
+  std::string run_id_;
+  int bound_port_ = 0;
+  std::string executable_;
+  std::string config_file_;
+};
+
+}  // namespace cuckood::server

@@ -1,0 +1,99 @@
+// Server statistics: counters for INFO stats, per-command stats for INFO commandstats and
+// latency percentiles for INFO latencystats. Updated lock-free on the command path.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuckood::server {
+
+// Latency histogram with log-linear buckets (about 1.5% resolution) for percentiles.
+class LatencyHistogram {
+ public:
+  void Record(uint64_t micros);
+  // Percentile p in [0, 100] in microseconds (upper bound of its bucket), 0 when empty.
+  double Percentile(double p) const;
+  uint64_t count() const { return count_.load(std::memory_order_relaxed); }
+  void Reset();
+
+ private:
+  static constexpr int kSubBuckets = 64;
+  static constexpr int kBuckets = 40 * kSubBuckets;
+  static size_t Index(uint64_t v);
+  static double UpperBound(size_t index);
+  std::array<std::atomic<uint64_t>, kBuckets> buckets_{};
+  std::atomic<uint64_t> count_{0};
+};
+
+struct CommandStats {
+  std::atomic<uint64_t> calls{0};
+  std::atomic<uint64_t> usec{0};
+  std::atomic<uint64_t> rejected_calls{0};
+  std::atomic<uint64_t> failed_calls{0};
+  LatencyHistogram latency;
+};
+
+class Stats {
+ public:
+  std::atomic<uint64_t> total_connections_received{0};
+  std::atomic<uint64_t> total_commands_processed{0};
+  std::atomic<uint64_t> rejected_connections{0};
+  std::atomic<uint64_t> total_net_input_bytes{0};
+  std::atomic<uint64_t> total_net_output_bytes{0};
+  std::atomic<uint64_t> keyspace_hits{0};
+  std::atomic<uint64_t> keyspace_misses{0};
+  std::atomic<uint64_t> expired_keys{0};
+  std::atomic<uint64_t> total_error_replies{0};
+  std::atomic<uint64_t> unexpected_error_replies{0};
+  std::atomic<uint64_t> client_output_limit_disconnections{0};
+  std::atomic<uint64_t> client_query_buffer_limit_disconnections{0};
+  std::atomic<uint64_t> protocol_errors{0};
+  std::atomic<int64_t> instantaneous_ops_per_sec{0};
+  std::atomic<int64_t> instantaneous_input_kbps_x100{0};
+  std::atomic<int64_t> instantaneous_output_kbps_x100{0};
+  std::atomic<uint64_t> blocked_on_output{0};
+
+  // Per command (name as in the table); created on first use. The reference stays valid for the
+  // life of the Stats object (resets zero the counters in place), so callers may keep it.
+  CommandStats& For(const std::string& name);
+  // Snapshot of the commands with calls, rejected_calls or failed_calls above zero (as Redis's
+  // INFO commandstats shows them), sorted by name.
+  std::vector<std::pair<std::string, CommandStats*>> All();
+  void ResetCommands();
+  // Counts one error reply: total_error_replies and, for INFO errorstats, its code: the first
+  // word when it is all upper-case letters ("ERR", "WRONGTYPE", "NOAUTH"), else "ERR". A leading
+  // '-' is ignored.
+  void CountError(std::string_view message);
+  std::map<std::string, uint64_t> Errors();
+  // Zeroes every counter, command stats, error stats and the instantaneous metrics.
+  void Reset();
+
+  // Called every 100 ms to compute instantaneous metrics: each sample is the rate since the
+  // previous call; the instantaneous_* values are the mean of the last kSamples samples.
+  void Sample();
+  // Sample() with an explicit clock (milliseconds, any monotonic origin); for tests.
+  void SampleAt(int64_t now_ms);
+
+ private:
+  std::mutex mu_;
+  std::map<std::string, std::unique_ptr<CommandStats>> commands_;
+  std::map<std::string, uint64_t> errors_;
+  // Sampling ring for instantaneous metrics.
+  static constexpr int kSamples = 16;
+  int sample_idx_ = 0;
+  std::array<uint64_t, kSamples> ops_samples_{};
+  std::array<uint64_t, kSamples> in_samples_{};
+  std::array<uint64_t, kSamples> out_samples_{};
+  uint64_t last_ops_ = 0, last_in_ = 0, last_out_ = 0;
+  int64_t last_sample_ms_ = 0;
+  bool sampled_ = false;  // whether last_* hold a sample yet
+};
+
+}  // namespace cuckood::server

@@ -1,0 +1,139 @@
+// The storage facade the command handlers use: the keyspace (generic key commands and strings)
+// and the cuckoo filter operations, over one Engine.
+//
+// Locking contract: every mutating method expects the caller to hold the stripe lock of each key
+// it names (server/ takes them from the command table's key positions; MULTI/EXEC takes all of
+// them; FLUSHDB/FLUSHALL take every stripe). Reading methods take no lock and read through a
+// snapshot. Methods are otherwise thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/dump.h"
+#include "core/filter.h"
+#include "storage/engine.h"
+#include "storage/format.h"
+#include "storage/locks.h"
+#include "storage/status.h"
+
+namespace cuckood::storage {
+
+// Cuckoo options that are server settings (CONFIG SET may change them between commands).
+struct CfSettings {
+  uint64_t initial_capacity = 1024;  // cf-initial-size: capacity of auto-created filters
+  uint16_t bucket_size = 2;          // cf-bucket-size
+  uint16_t max_iterations = 20;      // cf-max-iterations
+  uint16_t expansion = 1;            // cf-expansion-factor (normalised when used)
+  uint32_t max_expansions = 32;      // cf-max-expansions: sub-filters before commands refuse
+  core::SizingPolicy sizing = core::SizingPolicy::kRedisBloom;  // cf-sizing
+  uint32_t page_size = kDefaultPageSize;                        // cf-page-size
+  uint64_t max_filter_bytes = 1ULL << 36;                       // cf-max-filter-bytes
+};
+
+struct ReserveArgs {
+  uint64_t capacity = 0;
+  uint16_t bucket_size = 2;
+  uint16_t max_iterations = 20;
+  uint16_t expansion = 1;  // as requested (normalised inside)
+};
+
+// Outcome of CF.ADD/ADDNX/INSERT/INSERTNX beyond a plain Status.
+struct InsertOutcome {
+  bool max_expansions = false;  // refused before any item ("Maximum expansions reached")
+  std::vector<core::InsertResult> results;
+};
+
+struct ScanDumpChunk {
+  int64_t next = 0;
+  std::optional<std::string> data;  // nullopt = [0, null]
+};
+
+struct ScanPage {
+  uint64_t cursor = 0;
+  std::vector<std::string> keys;
+};
+
+class Db {
+ public:
+  Db(Engine* engine, size_t lock_stripes = 4096);
+
+  Engine* engine() { return engine_; }
+  LockManager& locks() { return locks_; }
+
+  // ---- keyspace ------------------------------------------------------------------------------
+  // Live (not expired) metadata of a key, nullopt when absent.
+  StatusOr<std::optional<Metadata>> Get(uint16_t ns, std::string_view key);
+  StatusOr<bool> Exists(uint16_t ns, std::string_view key);
+  StatusOr<bool> Delete(uint16_t ns, std::string_view key);
+  // Sets the absolute expiry (0 = persist). false when the key is absent.
+  StatusOr<bool> SetExpire(uint16_t ns, std::string_view key, uint64_t expire_ms);
+  // Deletes the key now (an expiry time in the past).
+  StatusOr<bool> Expire(uint16_t ns, std::string_view key);
+  // RENAME (nx = RENAMENX). kNotFound: no such key; returns false when nx and dst exists.
+  StatusOr<bool> Rename(uint16_t ns, std::string_view src, std::string_view dst, bool nx);
+  Status FlushDb(uint16_t ns);
+  Status FlushAll();
+  StatusOr<uint64_t> DbSize(uint16_t ns);
+  // One SCAN step. type_filter empty = any. pattern empty = all.
+  StatusOr<ScanPage> Scan(uint16_t ns, uint64_t cursor, std::string_view pattern, uint64_t count,
+                          std::string_view type_filter);
+  StatusOr<std::vector<std::string>> Keys(uint16_t ns, std::string_view pattern);
+  StatusOr<std::optional<std::string>> RandomKey(uint16_t ns);
+  // Approximate bytes on disk (and in memtables) of a key's metadata and pages.
+  StatusOr<uint64_t> DiskUsage(uint16_t ns, std::string_view key);
+
+  // Strings (enough of them for WRONGTYPE checks and simple use).
+  Status SetString(uint16_t ns, std::string_view key, std::string_view value, uint64_t expire_ms,
+                   bool keep_ttl);
+
+  // ---- cuckoo filters --------------------------------------------------------------------------
+  // kExists: "ERR item exists"; kWrongType; kInvalid: creation impossible (too large).
+  Status CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
+                   const CfSettings& settings);
+  // no_create: kNotFound when absent. capacity 0 = settings.initial_capacity.
+  StatusOr<InsertOutcome> CfInsert(uint16_t ns, std::string_view key,
+                                   const std::vector<std::string_view>& items, bool nx,
+                                   bool no_create, uint64_t capacity, const CfSettings& settings);
+  // Per item: exists (0/1) or count. Missing key or another type: all zero.
+  StatusOr<std::vector<uint64_t>> CfLookup(uint16_t ns, std::string_view key,
+                                           const std::vector<std::string_view>& items, bool count);
+  // kNotFound for a missing key or another type.
+  StatusOr<bool> CfDelete(uint16_t ns, std::string_view key, std::string_view item,
+                          const CfSettings& settings);
+  Status CfCompact(uint16_t ns, std::string_view key, const CfSettings& settings);
+  // Metadata of a filter: kNotFound / kWrongType.
+  StatusOr<Metadata> CfInfo(uint16_t ns, std::string_view key);
+  StatusOr<ScanDumpChunk> CfScanDump(uint16_t ns, std::string_view key, int64_t iter);
+  // iter == 1: header (kExists / kWrongType / kInvalid "Invalid header" / "Couldn't create
+  // filter!"); else a chunk (kNotFound / kWrongType / kInvalid "Couldn't load chunk!").
+  Status CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::string_view data,
+                     const CfSettings& settings);
+
+  // Number of pages RocksDB served to page caches (INFO).
+  uint64_t pages_loaded() const { return pages_loaded_.load(); }
+
+ private:
+  StatusOr<std::optional<Metadata>> GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
+                                            std::string_view key);
+  std::string PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const;
+  StatusOr<Metadata> NewFilter(uint64_t capacity, uint16_t bucket_size, uint16_t max_iterations,
+                               uint16_t expansion, const CfSettings& settings);
+  core::Limits LimitsFor(const Metadata& meta, const CfSettings& settings) const;
+
+  Engine* engine_;
+  LockManager locks_;
+  std::atomic<uint64_t> pages_loaded_{0};
+  std::atomic<uint64_t> scan_seq_{0};
+  std::mutex scan_mu_;
+  std::vector<std::pair<uint64_t, std::string>> scan_cursors_;  // ring of cursor -> next key
+};
+
+// Redis glob matching (stringmatchlen semantics: * ? [a-z] [^x] \x), case-sensitive.
+bool GlobMatch(std::string_view pattern, std::string_view text, bool nocase = false);
+
+}  // namespace cuckood::storage

@@ -1,0 +1,401 @@
+#include "storage/engine.h"
+
+#include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
+#include <rocksdb/filter_policy.h>
+#include <rocksdb/table.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "storage/format.h"
+
+namespace cuckood::storage {
+
+uint64_t NowMs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   std::chrono::system_clock::now().time_since_epoch())
+                                   .count());
+}
+
+// Shared by the compaction filters: the database they consult once it is open.
+struct FilterContext {
+  std::atomic<rocksdb::DB*> db{nullptr};
+  std::atomic<rocksdb::ColumnFamilyHandle*> metadata{nullptr};
+};
+
+namespace {
+
+constexpr uint64_t kVersionBlock = 1 << 16;
+
+// Drops metadata records whose expiry has passed. Reads already treat them as absent.
+class MetadataFilter final : public rocksdb::CompactionFilter {
+ public:
+  bool Filter(int, const rocksdb::Slice&, const rocksdb::Slice& value, std::string*,
+              bool*) const noexcept override {
+    uint64_t expire = 0;
+    if (!PeekExpire(std::string_view(value.data(), value.size()), &expire)) {
+      return false;  // never drop what we cannot read; the checker reports it
+    }
+    return expire != 0 && expire <= NowMs();
+  }
+  const char* Name() const noexcept override { return "cuckood.MetadataFilter"; }
+};
+
+// Drops pages whose filter version is no longer the live one: the key was deleted, expired,
+// overwritten, or flushed. Keeps the last verdict, since one key's pages arrive together.
+class PagesFilter final : public rocksdb::CompactionFilter {
+ public:
+  explicit PagesFilter(std::shared_ptr<FilterContext> ctx) : ctx_(std::move(ctx)) {}
+
+  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice&, std::string*,
+              bool*) const noexcept override {
+    PageKeyParts parts;
+    std::string_view raw(key.data(), key.size());
+    if (!DecodePageKey(raw, &parts)) {
+      return false;
+    }
+    std::string_view prefix = raw.substr(0, raw.size() - 6);
+    if (prefix == last_prefix_) {
+      return last_drop_;
+    }
+    last_prefix_.assign(prefix);
+    last_drop_ = !Alive(parts);
+    return last_drop_;
+  }
+  const char* Name() const noexcept override { return "cuckood.PagesFilter"; }
+
+ private:
+  bool Alive(const PageKeyParts& parts) const noexcept {
+    rocksdb::DB* db = ctx_->db.load();
+    rocksdb::ColumnFamilyHandle* meta_cf = ctx_->metadata.load();
+    if (db == nullptr || meta_cf == nullptr) {
+      return true;
+    }
+    try {
+      auto live_under = [&](std::string_view name, std::string_view owner_field) {
+        std::string value;
+        auto s = db->Get(rocksdb::ReadOptions(), meta_cf, EncodeMetaKey(parts.ns, name), &value);
+        if (s.IsNotFound()) {
+          return 0;  // dead
+        }
+        if (!s.ok()) {
+          return 1;  // unknown: keep
+        }
+        auto meta = DecodeMetadata(value);
+        if (!meta) {
+          return 1;
+        }
+        if (meta->type != KeyType::kCuckoo || meta->version != parts.version ||
+            meta->cuckoo.owner != owner_field || meta->Expired(NowMs())) {
+          return 0;
+        }
+        return 1;
+      };
+      if (live_under(parts.owner, "") == 1) {
+        return true;
+      }
+      std::string current;
+      auto s = db->Get(rocksdb::ReadOptions(), db->DefaultColumnFamily(),
+                       EncodeAliasKey(parts.ns, parts.owner, parts.version), &current);
+      if (s.IsNotFound()) {
+        return false;
+      }
+      if (!s.ok()) {
+        return true;
+      }
+      return live_under(current, parts.owner) == 1;
+    } catch (...) {
+      return true;
+    }
+  }
+
+  std::shared_ptr<FilterContext> ctx_;
+  mutable std::string last_prefix_;
+  mutable bool last_drop_ = false;
+};
+
+class PagesFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit PagesFilterFactory(std::shared_ptr<FilterContext> ctx) : ctx_(std::move(ctx)) {}
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(
+      const rocksdb::CompactionFilter::Context&) override {
+    return std::make_unique<PagesFilter>(ctx_);
+  }
+  const char* Name() const override { return "cuckood.PagesFilterFactory"; }
+
+ private:
+  std::shared_ptr<FilterContext> ctx_;
+};
+
+rocksdb::ColumnFamilyOptions DataCfOptions(const EngineOptions& o,
+                                           const std::shared_ptr<rocksdb::Cache>& cache,
+                                           bool compress) {
+  rocksdb::ColumnFamilyOptions cf;
+  cf.write_buffer_size = o.write_buffer_bytes;
+  cf.max_write_buffer_number = 4;
+  cf.level_compaction_dynamic_level_bytes = true;
+  rocksdb::BlockBasedTableOptions t;
+  t.block_cache = cache;
+  t.filter_policy.reset(rocksdb::NewBloomFilterPolicy(10, false));
+  t.cache_index_and_filter_blocks = true;
+  t.pin_l0_filter_and_index_blocks_in_cache = true;
+  t.whole_key_filtering = true;
+  t.format_version = 5;
+  if (!compress) {
+    // A page is a 2 KiB run of random fingerprints: blocks of about one page each.
+    t.block_size = 4096;
+  }
+  cf.table_factory.reset(rocksdb::NewBlockBasedTableFactory(t));
+  cf.compression = compress ? rocksdb::kLZ4Compression : rocksdb::kNoCompression;
+  cf.bottommost_compression = cf.compression;
+  return cf;
+}
+
+}  // namespace
+
+Status Engine::FromRocks(const rocksdb::Status& s) {
+  if (s.ok()) {
+    return Status::Ok();
+  }
+  if (s.IsNotFound()) {
+    return {Code::kNotFound, "not found"};
+  }
+  if (s.IsCorruption()) {
+    return {Code::kCorruption, "storage corruption: " + s.ToString()};
+  }
+  if (s.IsIncomplete() || s.IsBusy() || s.IsTryAgain() || s.IsTimedOut()) {
+    return {Code::kBusy, "storage is busy (write stall), try again later"};
+  }
+  if (s.IsNoSpace() || s.subcode() == rocksdb::Status::kNoSpace) {
+    return {Code::kIoError, "storage error: no space left on device"};
+  }
+  std::string state = s.getState() ? s.getState() : "";
+  if (state.find("No space") != std::string::npos) {
+    return {Code::kIoError, "storage error: no space left on device"};
+  }
+  return {Code::kIoError, "storage error: " + (state.empty() ? s.ToString() : state)};
+}
+
+StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
+  std::unique_ptr<Engine> e(new Engine());
+  e->options_ = options;
+  e->fsync_ = options.fsync;
+  std::error_code ec;
+  if (!options.read_only) {
+    std::filesystem::create_directories(options.dir, ec);
+    if (ec) {
+      return Status(Code::kIoError, "cannot create directory " + options.dir + ": " + ec.message());
+    }
+  }
+  e->cache_ = rocksdb::NewLRUCache(options.block_cache_bytes);
+  e->statistics_ = rocksdb::CreateDBStatistics();
+  e->filter_context_ = std::make_shared<FilterContext>();
+
+  rocksdb::DBOptions db_opts;
+  db_opts.create_if_missing = true;
+  db_opts.create_missing_column_families = true;
+  db_opts.max_background_jobs = options.background_jobs;
+  db_opts.bytes_per_sync = 1 << 20;
+  db_opts.keep_log_file_num = 4;
+  db_opts.max_total_wal_size = 512ULL << 20;
+  db_opts.statistics = e->statistics_;
+  db_opts.stats_dump_period_sec = 0;
+  db_opts.enable_pipelined_write = true;
+
+  rocksdb::ColumnFamilyOptions default_opts;
+  auto meta_opts = DataCfOptions(options, e->cache_, true);
+  static const MetadataFilter kMetadataFilter;  // stateless, shared by every open database
+  meta_opts.compaction_filter = &kMetadataFilter;
+  auto pages_opts = DataCfOptions(options, e->cache_, false);
+  pages_opts.compaction_filter_factory = std::make_shared<PagesFilterFactory>(e->filter_context_);
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
+      {rocksdb::kDefaultColumnFamilyName, default_opts},
+      {std::string(kMetadataCf), meta_opts},
+      {std::string(kPagesCf), pages_opts},
+  };
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s;
+  if (options.read_only) {
+    s = rocksdb::DB::OpenForReadOnly(db_opts, options.dir, cfs, &e->handles_, &raw);
+  } else {
+    s = rocksdb::DB::Open(db_opts, options.dir, cfs, &e->handles_, &raw);
+  }
+  if (!s.ok()) {
+    return Status(Code::kIoError, "cannot open database in " + options.dir + ": " + s.ToString());
+  }
+  e->db_.reset(raw);
+  e->filter_context_->metadata = e->handles_[1];
+  e->filter_context_->db = raw;
+
+  // Versions: continue after the reserved high-water mark of the last run.
+  std::string v;
+  s = raw->Get(rocksdb::ReadOptions(), raw->DefaultColumnFamily(), std::string(kVersionReservedKey),
+               &v);
+  uint64_t reserved = 0;
+  if (s.ok() && v.size() == 8) {
+    for (int i = 7; i >= 0; --i) {
+      reserved = (reserved << 8) | static_cast<uint8_t>(v[static_cast<size_t>(i)]);
+    }
+  } else if (!s.ok() && !s.IsNotFound()) {
+    return FromRocks(s);
+  }
+  e->next_version_ = reserved + 1;
+  e->reserved_until_ = reserved;
+  e->last_save_unix_ = NowMs() / 1000;
+  if (!options.read_only) {
+    e->sync_thread_ = std::thread([p = e.get()] { p->SyncLoop(); });
+  }
+  return e;
+}
+
+Engine::~Engine() { Close(); }
+
+void Engine::Close() {
+  if (closed_.exchange(true)) {
+    return;
+  }
+  {
+    std::lock_guard lock(sync_mu_);
+    stopping_ = true;
+  }
+  sync_cv_.notify_all();
+  if (sync_thread_.joinable()) {
+    sync_thread_.join();
+  }
+  if (db_) {
+    filter_context_->db = nullptr;
+    if (!options_.read_only) {
+      rocksdb::FlushOptions fo;
+      (void)db_->Flush(fo, handles_);
+      (void)db_->SyncWAL();
+    }
+    for (auto* h : handles_) {
+      (void)db_->DestroyColumnFamilyHandle(h);
+    }
+    handles_.clear();
+    (void)db_->Close();
+    db_.reset();
+  }
+}
+
+void Engine::SyncLoop() {
+  std::unique_lock lock(sync_mu_);
+  while (!stopping_) {
+    sync_cv_.wait_for(lock, std::chrono::seconds(1));
+    if (stopping_) {
+      break;
+    }
+    if (fsync_.load() == FsyncMode::kEverySec) {
+      lock.unlock();
+      (void)db_->SyncWAL();
+      lock.lock();
+    }
+  }
+}
+
+StatusOr<uint64_t> Engine::NewVersion() {
+  std::lock_guard lock(version_mu_);
+  if (next_version_ > reserved_until_) {
+    uint64_t target = reserved_until_ + kVersionBlock;
+    std::string v(8, '\0');
+    for (int i = 0; i < 8; ++i) {
+      v[static_cast<size_t>(i)] = static_cast<char>(target >> (8 * i));
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    auto s = db_->Put(wo, db_->DefaultColumnFamily(), std::string(kVersionReservedKey), v);
+    if (!s.ok()) {
+      return FromRocks(s);
+    }
+    reserved_until_ = target;
+  }
+  return next_version_++;
+}
+
+Status Engine::Write(rocksdb::WriteBatch* batch) {
+  if (closed_.load()) {
+    return {Code::kIoError, "storage error: database is closed"};
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = fsync_.load() == FsyncMode::kAlways;
+  return FromRocks(db_->Write(wo, batch));
+}
+
+Status Engine::Flush() {
+  rocksdb::FlushOptions fo;
+  auto s = FromRocks(db_->Flush(fo, handles_));
+  if (s.ok()) {
+    last_save_unix_ = NowMs() / 1000;
+  }
+  return s;
+}
+
+Status Engine::CompactAll() {
+  rocksdb::CompactRangeOptions o;
+  o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  for (auto* h : {metadata_cf(), pages_cf()}) {
+    auto s = db_->CompactRange(o, h, nullptr, nullptr);
+    if (!s.ok()) {
+      return FromRocks(s);
+    }
+  }
+  return Status::Ok();
+}
+
+Status Engine::SyncWal() { return FromRocks(db_->SyncWAL()); }
+
+void Engine::SetFsync(FsyncMode mode) { fsync_ = mode; }
+
+EngineStats Engine::Stats() {
+  EngineStats st;
+  st.block_cache_usage = cache_->GetUsage();
+  st.block_cache_capacity = cache_->GetCapacity();
+  for (auto* h : handles_) {
+    uint64_t v = 0;
+    if (db_->GetIntProperty(h, rocksdb::DB::Properties::kCurSizeAllMemTables, &v)) {
+      st.memtable_bytes += v;
+    }
+    if (db_->GetIntProperty(h, rocksdb::DB::Properties::kTotalSstFilesSize, &v)) {
+      st.sst_bytes += v;
+    }
+    if (db_->GetIntProperty(h, rocksdb::DB::Properties::kEstimatePendingCompactionBytes, &v)) {
+      st.pending_compaction_bytes += v;
+    }
+    if (db_->GetIntProperty(h, rocksdb::DB::Properties::kActualDelayedWriteRate, &v)) {
+      (void)v;
+    }
+    if (db_->GetIntProperty(h, rocksdb::DB::Properties::kIsWriteStopped, &v) && v != 0) {
+      st.write_stopped = true;
+    }
+  }
+  uint64_t v = 0;
+  if (db_->GetIntProperty(metadata_cf(), rocksdb::DB::Properties::kEstimateNumKeys, &v)) {
+    st.estimated_keys_metadata = v;
+  }
+  if (db_->GetIntProperty(pages_cf(), rocksdb::DB::Properties::kEstimateNumKeys, &v)) {
+    st.estimated_keys_pages = v;
+  }
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kNumRunningCompactions, &v)) {
+    st.num_running_compactions = v;
+  }
+  if (db_->GetIntProperty(rocksdb::DB::Properties::kNumRunningFlushes, &v)) {
+    st.num_running_flushes = v;
+  }
+  st.stall_micros = statistics_->getTickerCount(rocksdb::STALL_MICROS);
+  return st;
+}
+
+uint64_t Engine::ApproximateSize(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
+                                 const std::string& end) {
+  rocksdb::Range r(begin, end);
+  uint64_t size = 0;
+  rocksdb::SizeApproximationOptions o;
+  o.include_memtables = true;
+  o.include_files = true;
+  (void)db_->GetApproximateSizes(o, cf, &r, 1, &size);
+  return size;
+}
+
+}  // namespace cuckood::storage

@@ -1,0 +1,440 @@
+// Generic key operations of Db: existence, deletion, expiry, rename, scan, flush, strings.
+#include <rocksdb/write_batch.h>
+
+#include <random>
+
+#include "storage/db.h"
+
+namespace cuckood::storage {
+namespace {
+
+constexpr size_t kScanCursorSlots = 4096;
+
+std::string NsPrefix(uint16_t ns) {
+  std::string s(2, '\0');
+  s[0] = static_cast<char>(ns >> 8);
+  s[1] = static_cast<char>(ns & 0xff);
+  return s;
+}
+
+// End of the key range of namespace ns (exclusive).
+std::string NsEnd(uint16_t ns) {
+  if (ns == 0xffff) {
+    return std::string(3, '\xff');
+  }
+  return NsPrefix(static_cast<uint16_t>(ns + 1));
+}
+
+class SnapshotHolder {
+ public:
+  explicit SnapshotHolder(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~SnapshotHolder() { db_->ReleaseSnapshot(snap_); }
+  SnapshotHolder(const SnapshotHolder&) = delete;
+  SnapshotHolder& operator=(const SnapshotHolder&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
+bool GlobMatchImpl(const char* p, const char* pend, const char* s, const char* send, bool nocase,
+                   int depth) {
+  if (depth > 1000) {
+    return false;
+  }
+  auto lower = [nocase](char c) {
+    return nocase ? static_cast<char>(std::tolower(static_cast<unsigned char>(c))) : c;
+  };
+  while (p < pend) {
+    switch (*p) {
+      case '*':
+        while (p + 1 < pend && p[1] == '*') {
+          ++p;
+        }
+        if (p + 1 == pend) {
+          return true;
+        }
+        for (const char* t = s; t <= send; ++t) {
+          if (GlobMatchImpl(p + 1, pend, t, send, nocase, depth + 1)) {
+            return true;
+          }
+        }
+        return false;
+      case '?':
+        if (s == send) {
+          return false;
+        }
+        ++s;
+        break;
+      case '[': {
+        if (s == send) {
+          return false;
+        }
+        ++p;
+        bool negate = p < pend && *p == '^';
+        if (negate) {
+          ++p;
+        }
+        bool match = false;
+        while (p < pend && *p != ']') {
+          if (*p == '\\' && p + 1 < pend) {
+            ++p;
+            match |= lower(*p) == lower(*s);
+          } else if (p + 2 < pend && p[1] == '-') {
+            char a = lower(p[0]);
+            char b = lower(p[2]);
+            if (a > b) {
+              std::swap(a, b);
+            }
+            char c = lower(*s);
+            match |= c >= a && c <= b;
+            p += 2;
+          } else {
+            match |= lower(*p) == lower(*s);
+          }
+          ++p;
+        }
+        if (negate) {
+          match = !match;
+        }
+        if (!match) {
+          return false;
+        }
+        ++s;
+        break;
+      }
+      case '\\':
+        if (p + 1 < pend) {
+          ++p;
+        }
+        [[fallthrough]];
+      default:
+        if (s == send || lower(*p) != lower(*s)) {
+          return false;
+        }
+        ++s;
+        break;
+    }
+    if (p < pend) {
+      ++p;
+    }
+  }
+  return s == send;
+}
+
+}  // namespace
+
+bool GlobMatch(std::string_view pattern, std::string_view text, bool nocase) {
+  return GlobMatchImpl(pattern.data(), pattern.data() + pattern.size(), text.data(),
+                       text.data() + text.size(), nocase, 0);
+}
+
+Db::Db(Engine* engine, size_t lock_stripes) : engine_(engine), locks_(lock_stripes) {
+  scan_cursors_.resize(kScanCursorSlots);
+}
+
+StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
+                                              std::string_view key) {
+  std::string raw;
+  auto s = engine_->db()->Get(ro, engine_->metadata_cf(), EncodeMetaKey(ns, key), &raw);
+  if (s.IsNotFound()) {
+    return std::optional<Metadata>();
+  }
+  if (!s.ok()) {
+    return Engine::FromRocks(s);
+  }
+  auto meta = DecodeMetadata(raw);
+  if (!meta) {
+    return Status(Code::kCorruption, "corrupt metadata record");
+  }
+  if (meta->Expired(NowMs())) {
+    return std::optional<Metadata>();
+  }
+  return std::optional<Metadata>(std::move(*meta));
+}
+
+StatusOr<std::optional<Metadata>> Db::Get(uint16_t ns, std::string_view key) {
+  return GetWith(rocksdb::ReadOptions(), ns, key);
+}
+
+StatusOr<bool> Db::Exists(uint16_t ns, std::string_view key) {
+  auto m = Get(ns, key);
+  if (!m.ok()) {
+    return m.status();
+  }
+  return m->has_value();
+}
+
+StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
+  auto m = Get(ns, key);
+  if (!m.ok()) {
+    return m.status();
+  }
+  if (!m->has_value()) {
+    return false;
+  }
+  // O(1): the pages of this version become unreachable; the pages compaction filter drops them.
+  rocksdb::WriteBatch batch;
+  (void)batch.Delete(engine_->metadata_cf(), EncodeMetaKey(ns, key));
+  auto s = engine_->Write(&batch);
+  if (!s.ok()) {
+    return s;
+  }
+  return true;
+}
+
+StatusOr<bool> Db::SetExpire(uint16_t ns, std::string_view key, uint64_t expire_ms) {
+  auto m = Get(ns, key);
+  if (!m.ok()) {
+    return m.status();
+  }
+  if (!m->has_value()) {
+    return false;
+  }
+  Metadata meta = std::move(**m);
+  meta.expire_ms = expire_ms;
+  rocksdb::WriteBatch batch;
+  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, key), EncodeMetadata(meta));
+  auto s = engine_->Write(&batch);
+  if (!s.ok()) {
+    return s;
+  }
+  return true;
+}
+
+StatusOr<bool> Db::Expire(uint16_t ns, std::string_view key) { return Delete(ns, key); }
+
+StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view dst, bool nx) {
+  auto m = Get(ns, src);
+  if (!m.ok()) {
+    return m.status();
+  }
+  if (!m->has_value()) {
+    return Status(Code::kNotFound, "ERR no such key");
+  }
+  if (src == dst) {
+    return !nx;
+  }
+  if (nx) {
+    auto d = Exists(ns, dst);
+    if (!d.ok()) {
+      return d.status();
+    }
+    if (*d) {
+      return false;
+    }
+  }
+  Metadata meta = std::move(**m);
+  rocksdb::WriteBatch batch;
+  if (meta.type == KeyType::kCuckoo) {
+    // Pages stay under the name the filter was created with; an alias tells the pages
+    // compaction filter which key owns them now. O(1) whatever the filter's size.
+    std::string owner = meta.cuckoo.owner.empty() ? std::string(src) : meta.cuckoo.owner;
+    if (owner == dst) {
+      meta.cuckoo.owner.clear();
+    } else {
+      meta.cuckoo.owner = owner;
+      (void)batch.Put(engine_->default_cf(), EncodeAliasKey(ns, owner, meta.version), dst);
+    }
+  }
+  (void)batch.Delete(engine_->metadata_cf(), EncodeMetaKey(ns, src));
+  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, dst), EncodeMetadata(meta));
+  auto s = engine_->Write(&batch);
+  if (!s.ok()) {
+    return s;
+  }
+  return true;
+}
+
+Status Db::FlushDb(uint16_t ns) {
+  rocksdb::WriteBatch batch;
+  (void)batch.DeleteRange(engine_->metadata_cf(), NsPrefix(ns), NsEnd(ns));
+  (void)batch.DeleteRange(engine_->pages_cf(), NsPrefix(ns), NsEnd(ns));
+  std::string alias_begin = std::string(1, kAliasPrefix) + NsPrefix(ns);
+  std::string alias_end = std::string(1, kAliasPrefix) + NsEnd(ns);
+  (void)batch.DeleteRange(engine_->default_cf(), alias_begin, alias_end);
+  return engine_->Write(&batch);
+}
+
+Status Db::FlushAll() {
+  rocksdb::WriteBatch batch;
+  const std::string begin(1, '\0');
+  const std::string end(4, '\xff');
+  (void)batch.DeleteRange(engine_->metadata_cf(), begin, end);
+  (void)batch.DeleteRange(engine_->pages_cf(), begin, end);
+  (void)batch.DeleteRange(engine_->default_cf(), std::string(1, kAliasPrefix),
+                          std::string(1, static_cast<char>(kAliasPrefix + 1)));
+  return engine_->Write(&batch);
+}
+
+StatusOr<uint64_t> Db::DbSize(uint16_t ns) {
+  SnapshotHolder snap(engine_->db());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string end = NsEnd(ns);
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(ro, engine_->metadata_cf()));
+  uint64_t n = 0;
+  const uint64_t now = NowMs();
+  for (it->Seek(NsPrefix(ns)); it->Valid(); it->Next()) {
+    uint64_t expire = 0;
+    auto v = it->value();
+    if (PeekExpire(std::string_view(v.data(), v.size()), &expire) &&
+        (expire == 0 || expire > now)) {
+      ++n;
+    }
+  }
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  return n;
+}
+
+StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view pattern,
+                            uint64_t count, std::string_view type_filter) {
+  std::string start = NsPrefix(ns);
+  if (cursor != 0) {
+    std::lock_guard lock(scan_mu_);
+    auto& slot = scan_cursors_[cursor % kScanCursorSlots];
+    if (slot.first == cursor) {
+      start = slot.second;
+    }
+    // An unknown (evicted) cursor restarts the walk: SCAN may repeat keys, never skip them.
+  }
+  SnapshotHolder snap(engine_->db());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string end = NsEnd(ns);
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(ro, engine_->metadata_cf()));
+  ScanPage page;
+  const uint64_t now = NowMs();
+  uint64_t visited = 0;
+  it->Seek(start);
+  for (; it->Valid() && visited < std::max<uint64_t>(count, 1); it->Next(), ++visited) {
+    uint16_t key_ns = 0;
+    std::string_view user_key;
+    auto k = it->key();
+    if (!DecodeMetaKey(std::string_view(k.data(), k.size()), &key_ns, &user_key)) {
+      continue;
+    }
+    auto v = it->value();
+    auto meta = DecodeMetadata(std::string_view(v.data(), v.size()));
+    if (!meta || meta->Expired(now)) {
+      continue;
+    }
+    if (!pattern.empty() && !GlobMatch(pattern, user_key)) {
+      continue;
+    }
+    if (!type_filter.empty() && !GlobMatch(type_filter, TypeName(meta->type), true)) {
+      continue;
+    }
+    page.keys.emplace_back(user_key);
+  }
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  if (it->Valid()) {
+    uint64_t id = ++scan_seq_;
+    auto k = it->key();
+    std::lock_guard lock(scan_mu_);
+    scan_cursors_[id % kScanCursorSlots] = {id, std::string(k.data(), k.size())};
+    page.cursor = id;
+  }
+  return page;
+}
+
+StatusOr<std::vector<std::string>> Db::Keys(uint16_t ns, std::string_view pattern) {
+  std::vector<std::string> out;
+  uint64_t cursor = 0;
+  SnapshotHolder snap(engine_->db());
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  std::string end = NsEnd(ns);
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(ro, engine_->metadata_cf()));
+  const uint64_t now = NowMs();
+  for (it->Seek(NsPrefix(ns)); it->Valid(); it->Next()) {
+    uint16_t key_ns = 0;
+    std::string_view user_key;
+    auto k = it->key();
+    if (!DecodeMetaKey(std::string_view(k.data(), k.size()), &key_ns, &user_key)) {
+      continue;
+    }
+    uint64_t expire = 0;
+    auto v = it->value();
+    if (!PeekExpire(std::string_view(v.data(), v.size()), &expire) ||
+        (expire != 0 && expire <= now)) {
+      continue;
+    }
+    if (GlobMatch(pattern, user_key)) {
+      out.emplace_back(user_key);
+    }
+  }
+  (void)cursor;
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  return out;
+}
+
+StatusOr<std::optional<std::string>> Db::RandomKey(uint16_t ns) {
+  auto keys = Keys(ns, "*");
+  if (!keys.ok()) {
+    return keys.status();
+  }
+  if (keys->empty()) {
+    return std::optional<std::string>();
+  }
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  return std::optional<std::string>((*keys)[rng() % keys->size()]);
+}
+
+StatusOr<uint64_t> Db::DiskUsage(uint16_t ns, std::string_view key) {
+  auto m = Get(ns, key);
+  if (!m.ok()) {
+    return m.status();
+  }
+  if (!m->has_value()) {
+    return Status(Code::kNotFound, "no such key");
+  }
+  const auto& meta = **m;
+  std::string mk = EncodeMetaKey(ns, key);
+  uint64_t total = engine_->ApproximateSize(engine_->metadata_cf(), mk, mk + '\0');
+  if (total == 0) {
+    total = mk.size() + EncodeMetadata(meta).size();
+  }
+  if (meta.type == KeyType::kCuckoo) {
+    std::string prefix = PagePrefix(ns, key, meta);
+    std::string end = prefix + std::string(6, '\xff');
+    total += engine_->ApproximateSize(engine_->pages_cf(), prefix, end);
+  }
+  return total;
+}
+
+Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, uint64_t expire_ms,
+                     bool keep_ttl) {
+  Metadata meta;
+  meta.type = KeyType::kString;
+  meta.value = std::string(value);
+  meta.size = value.size();
+  meta.expire_ms = expire_ms;
+  if (keep_ttl) {
+    auto old = Get(ns, key);
+    if (!old.ok()) {
+      return old.status();
+    }
+    if (old->has_value()) {
+      meta.expire_ms = (*old)->expire_ms;
+    }
+  }
+  rocksdb::WriteBatch batch;
+  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, key), EncodeMetadata(meta));
+  return engine_->Write(&batch);
+}
+
+}  // namespace cuckood::storage

@@ -1,0 +1,61 @@
+#include "storage/locks.h"
+
+#include <algorithm>
+
+namespace cuckood::storage {
+
+LockManager::LockManager(size_t stripes) : mutexes_(std::max<size_t>(stripes, 1)) {}
+
+size_t LockManager::StripeOf(uint16_t ns, std::string_view key) const {
+  // FNV-1a over the namespace and the key; cheap and well spread for short keys.
+  uint64_t h = 1469598103934665603ULL;
+  h = (h ^ ns) * 1099511628211ULL;
+  for (unsigned char c : key) {
+    h = (h ^ c) * 1099511628211ULL;
+  }
+  return static_cast<size_t>(h % mutexes_.size());
+}
+
+LockGuard::LockGuard(LockManager* mgr, std::vector<size_t> stripes)
+    : mgr_(mgr), stripes_(std::move(stripes)) {
+  std::sort(stripes_.begin(), stripes_.end());
+  stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
+  for (size_t s : stripes_) {
+    mgr_->stripe(s).lock();
+  }
+}
+
+LockGuard::~LockGuard() { Release(); }
+
+LockGuard::LockGuard(LockGuard&& other) noexcept
+    : mgr_(other.mgr_), stripes_(std::move(other.stripes_)) {
+  other.mgr_ = nullptr;
+  other.stripes_.clear();
+}
+
+LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
+  if (this != &other) {
+    Release();
+    mgr_ = other.mgr_;
+    stripes_ = std::move(other.stripes_);
+    other.mgr_ = nullptr;
+    other.stripes_.clear();
+  }
+  return *this;
+}
+
+bool LockGuard::holds(size_t stripe) const {
+  return std::binary_search(stripes_.begin(), stripes_.end(), stripe);
+}
+
+void LockGuard::Release() {
+  if (mgr_ != nullptr) {
+    for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it) {
+      mgr_->stripe(*it).unlock();
+    }
+  }
+  stripes_.clear();
+  mgr_ = nullptr;
+}
+
+}  // namespace cuckood::storage

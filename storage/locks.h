@@ -1,0 +1,51 @@
+// Striped key locks.
+//
+// Threading model: each connection runs on one io thread; commands that write take the stripes of
+// every key they touch through a LockGuard (sorted and de-duplicated, so two writers can never
+// deadlock), and hold them until their write batch is committed. MULTI/EXEC takes the stripes of
+// every key of every queued command at once. Readers take no lock: they read through a RocksDB
+// snapshot and always see the state of some committed batch.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string_view>
+#include <vector>
+
+namespace cuckood::storage {
+
+class LockManager {
+ public:
+  explicit LockManager(size_t stripes = 4096);
+
+  size_t StripeOf(uint16_t ns, std::string_view key) const;
+  size_t stripes() const { return mutexes_.size(); }
+  std::mutex& stripe(size_t i) { return mutexes_[i]; }
+
+ private:
+  std::vector<std::mutex> mutexes_;
+};
+
+// Holds a set of stripes for its lifetime. Movable, not copyable.
+class LockGuard {
+ public:
+  LockGuard() = default;
+  LockGuard(LockManager* mgr, std::vector<size_t> stripes);
+  ~LockGuard();
+  LockGuard(LockGuard&& other) noexcept;
+  LockGuard& operator=(LockGuard&& other) noexcept;
+  LockGuard(const LockGuard&) = delete;
+  LockGuard& operator=(const LockGuard&) = delete;
+
+  bool holds(size_t stripe) const;
+  void Release();
+
+ private:
+  LockManager* mgr_ = nullptr;
+  std::vector<size_t> stripes_;
+};
+
+}  // namespace cuckood::storage

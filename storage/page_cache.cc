@@ -1,0 +1,321 @@
+#include "storage/page_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace cuckood::storage {
+namespace {
+
+constexpr size_t kMaxPrefetchPages = 8192;
+constexpr uint64_t kCheckpointDirtyPages = 2048;  // ~4 MiB of 2 KiB pages per batch
+constexpr size_t kCheckpointCachedPages = 16384;
+
+bool AllZero(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
+}
+
+}  // namespace
+
+PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
+                     const core::FilterMeta* meta, uint32_t page_size)
+    : engine_(engine),
+      snapshot_(snapshot),
+      prefix_(std::move(page_prefix)),
+      meta_(meta),
+      geo_(page_size, meta->bucket_size) {}
+
+PageCache::~PageCache() = default;
+
+rocksdb::ReadOptions PageCache::ReadOpts() const {
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snapshot_;
+  return ro;
+}
+
+uint64_t PageCache::Buckets(uint32_t f) {
+  if (f >= buckets_.size()) {
+    size_t old = buckets_.size();
+    buckets_.resize(f + 1);
+    for (size_t i = old; i <= f; ++i) {
+      buckets_[i] = core::SubFilterBuckets(*meta_, static_cast<uint32_t>(i));
+    }
+  }
+  return buckets_[f];
+}
+
+bool PageCache::Accept(uint32_t f, uint64_t page, std::string_view value, Page* out) {
+  uint64_t want = geo_.PageLength(page, Buckets(f));
+  if (value.size() != want) {
+    status_ = Status(Code::kCorruption, "corrupt page: filter " + std::to_string(f) + " page " +
+                                            std::to_string(page) + " has " +
+                                            std::to_string(value.size()) + " bytes, expected " +
+                                            std::to_string(want));
+    return false;
+  }
+  out->bytes.assign(value);
+  return true;
+}
+
+PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
+  auto it = pages_.find(Id(f, page));
+  if (it != pages_.end()) {
+    return &it->second;
+  }
+  if (!status_.ok()) {
+    return nullptr;
+  }
+  std::string value;
+  auto key = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
+  auto s = engine_->db()->Get(ReadOpts(), engine_->pages_cf(), key, &value);
+  ++pages_loaded_;
+  Page p;
+  if (s.IsNotFound()) {
+    p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+  } else if (!s.ok()) {
+    status_ = Engine::FromRocks(s);
+    return nullptr;
+  } else if (!Accept(f, page, value, &p)) {
+    return nullptr;
+  }
+  return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+}
+
+void PageCache::Prefetch(std::span<const core::ItemHash> items) {
+  std::vector<std::pair<uint32_t, uint64_t>> want;
+  for (const auto& item : items) {
+    for (uint32_t f = 0; f < meta_->num_filters; ++f) {
+      uint64_t n = Buckets(f);
+      if (n == 0) {
+        continue;
+      }
+      uint64_t b1 = core::PrimaryBucket(item.hash, n);
+      uint64_t b2 = core::AltBucket(b1, item.fp, n);
+      for (uint64_t b : {b1, b2}) {
+        uint64_t page = geo_.PageOf(b);
+        if (pages_.find(Id(f, page)) == pages_.end()) {
+          want.emplace_back(f, page);
+        }
+      }
+      if (want.size() >= kMaxPrefetchPages) {
+        break;
+      }
+    }
+    if (want.size() >= kMaxPrefetchPages) {
+      break;
+    }
+  }
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
+  if (want.empty()) {
+    return;
+  }
+  std::vector<std::string> keys;
+  keys.reserve(want.size());
+  for (auto [f, page] : want) {
+    keys.push_back(EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
+  }
+  std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
+  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  std::vector<rocksdb::Status> statuses(keys.size());
+  engine_->db()->MultiGet(ReadOpts(), engine_->pages_cf(), keys.size(), slices.data(),
+                          values.data(), statuses.data(), /*sorted_input=*/true);
+  pages_loaded_ += keys.size();
+  for (size_t i = 0; i < keys.size(); ++i) {
+    auto [f, page] = want[i];
+    Page p;
+    if (statuses[i].IsNotFound()) {
+      p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+    } else if (!statuses[i].ok()) {
+      status_ = Engine::FromRocks(statuses[i]);
+      return;
+    } else if (!Accept(f, page, values[i].ToStringView(), &p)) {
+      return;
+    }
+    pages_.emplace(Id(f, page), std::move(p));
+  }
+}
+
+const uint8_t* PageCache::Read(uint32_t f, uint64_t b) {
+  Page* p = Fetch(f, geo_.PageOf(b));
+  if (p == nullptr) {
+    return nullptr;
+  }
+  uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
+  return reinterpret_cast<const uint8_t*>(p->bytes.data()) + off;
+}
+
+uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
+  Page* p = Fetch(f, geo_.PageOf(b));
+  if (p == nullptr) {
+    return nullptr;
+  }
+  if (!p->dirty) {
+    p->dirty = true;
+    ++dirty_pages_;
+  }
+  uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
+  return reinterpret_cast<uint8_t*>(p->bytes.data()) + off;
+}
+
+uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_buckets) {
+  uint64_t page = geo_.PageOf(b);
+  if (f == scan_f_ && page == scan_page_) {
+    return b;
+  }
+  if (pages_.count(Id(f, page)) != 0) {
+    return b;  // cached (perhaps written by this command)
+  }
+  if (!scan_it_ || scan_f_ != f) {
+    scan_it_.reset(engine_->db()->NewIterator(ReadOpts(), engine_->pages_cf()));
+    scan_f_ = f;
+  }
+  auto key = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
+  scan_it_->Seek(key);
+  if (!scan_it_->Valid()) {
+    if (!scan_it_->status().ok()) {
+      status_ = Engine::FromRocks(scan_it_->status());
+      return b;  // let the caller's Read report the error
+    }
+    return num_buckets;
+  }
+  PageKeyParts parts;
+  auto k = scan_it_->key();
+  std::string_view raw(k.data(), k.size());
+  if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
+      parts.filter != f) {
+    return num_buckets;
+  }
+  scan_page_ = parts.page;
+  uint64_t first = static_cast<uint64_t>(parts.page) * geo_.buckets_per_page;
+  return std::min(std::max(first, b), num_buckets);
+}
+
+bool PageCache::Checkpoint() {
+  if (snapshot_ != nullptr || !status_.ok()) {
+    return status_.ok();
+  }
+  if (dirty_pages_ < kCheckpointDirtyPages && pages_.size() < kCheckpointCachedPages) {
+    return true;
+  }
+  if (dirty_pages_ > 0) {
+    rocksdb::WriteBatch batch;
+    AddDirty(&batch);
+    if (on_checkpoint_) {
+      on_checkpoint_(&batch);
+    }
+    auto s = engine_->Write(&batch);
+    if (!s.ok()) {
+      status_ = s;
+      return false;
+    }
+  }
+  pages_.clear();
+  dirty_pages_ = 0;
+  return true;
+}
+
+Status PageCache::ReadRange(uint32_t f, uint64_t offset, uint64_t length, std::string* out) {
+  out->assign(length, '\0');
+  if (length == 0) {
+    return Status::Ok();
+  }
+  const uint64_t first = offset / geo_.page_bytes;
+  const uint64_t last = (offset + length - 1) / geo_.page_bytes;
+  auto start = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(first));
+  auto end = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(last + 1));
+  rocksdb::ReadOptions ro = ReadOpts();
+  rocksdb::Slice upper(end);
+  if (last + 1 <= UINT32_MAX) {
+    ro.iterate_upper_bound = &upper;
+  }
+  std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(ro, engine_->pages_cf()));
+  const uint64_t nb = Buckets(f);
+  for (it->Seek(start); it->Valid(); it->Next()) {
+    PageKeyParts parts;
+    auto k = it->key();
+    std::string_view raw(k.data(), k.size());
+    if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
+        parts.filter != f || parts.page > last) {
+      break;
+    }
+    auto v = it->value();
+    if (v.size() != geo_.PageLength(parts.page, nb)) {
+      return Status(Code::kCorruption, "corrupt page: filter " + std::to_string(f) + " page " +
+                                           std::to_string(parts.page) + " has " +
+                                           std::to_string(v.size()) + " bytes");
+    }
+    const uint64_t page_start = static_cast<uint64_t>(parts.page) * geo_.page_bytes;
+    const uint64_t from = std::max(page_start, offset);
+    const uint64_t to = std::min(page_start + v.size(), offset + length);
+    if (from < to) {
+      std::memcpy(out->data() + (from - offset), v.data() + (from - page_start), to - from);
+    }
+  }
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  // Pages this command already changed win over what is stored.
+  for (uint64_t page = first; page <= last && !pages_.empty(); ++page) {
+    auto pit = pages_.find(Id(f, page));
+    if (pit == pages_.end() || !pit->second.dirty) {
+      continue;
+    }
+    const uint64_t page_start = page * geo_.page_bytes;
+    const uint64_t from = std::max(page_start, offset);
+    const uint64_t to = std::min(page_start + pit->second.bytes.size(), offset + length);
+    if (from < to) {
+      std::memcpy(out->data() + (from - offset), pit->second.bytes.data() + (from - page_start),
+                  to - from);
+    }
+  }
+  return Status::Ok();
+}
+
+Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data) {
+  const uint64_t nb = Buckets(f);
+  uint64_t pos = 0;
+  while (pos < data.size()) {
+    const uint64_t at = offset + pos;
+    const uint64_t page = at / geo_.page_bytes;
+    const uint64_t page_start = page * geo_.page_bytes;
+    const uint64_t page_len = geo_.PageLength(page, nb);
+    const uint64_t in_page = at - page_start;
+    const uint64_t n = std::min<uint64_t>(page_len - in_page, data.size() - pos);
+    Page* p = nullptr;
+    if (in_page == 0 && n == page_len && pages_.find(Id(f, page)) == pages_.end()) {
+      // The chunk covers the whole page: no need to read the old one.
+      p = &pages_.emplace(Id(f, page), Page{std::string(page_len, '\0'), false}).first->second;
+    } else {
+      p = Fetch(f, page);
+      if (p == nullptr) {
+        return status_;
+      }
+    }
+    std::memcpy(p->bytes.data() + in_page, data.data() + pos, n);
+    if (!p->dirty) {
+      p->dirty = true;
+      ++dirty_pages_;
+    }
+    pos += n;
+  }
+  return Status::Ok();
+}
+
+void PageCache::AddDirty(rocksdb::WriteBatch* batch) {
+  for (auto& [id, page] : pages_) {
+    if (!page.dirty) {
+      continue;
+    }
+    auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
+                             static_cast<uint32_t>(id & 0xffffffffULL));
+    if (AllZero(page.bytes)) {
+      (void)batch->Delete(engine_->pages_cf(), key);
+    } else {
+      (void)batch->Put(engine_->pages_cf(), key, page.bytes);
+    }
+    page.dirty = false;
+  }
+  dirty_pages_ = 0;
+}
+
+}  // namespace cuckood::storage

@@ -1,0 +1,92 @@
+// The per-command page cache that serves core/ its buckets (core::BucketAccess over RocksDB).
+//
+// One PageCache lives for one command on one filter. It reads each page at most once (Prefetch
+// loads the candidate pages of every item in every sub-filter with one MultiGet), keeps modified
+// pages dirty, and AddDirty() puts them into the command's WriteBatch next to the new metadata, so
+// a command commits atomically or not at all. A missing page reads as zeros; a page of the wrong
+// length is corruption: status() reports it and Read/Write return nullptr.
+//
+// Not thread-safe. Writers use it under the key's stripe lock without a snapshot; readers pass a
+// snapshot so metadata and pages come from the same committed state.
+#pragma once
+
+#include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/filter.h"
+#include "storage/engine.h"
+#include "storage/format.h"
+#include "storage/status.h"
+
+namespace cuckood::storage {
+
+class PageCache final : public core::BucketAccess {
+ public:
+  // meta must outlive the cache; core functions may grow meta.num_filters meanwhile.
+  PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
+            const core::FilterMeta* meta, uint32_t page_size);
+  ~PageCache() override;
+
+  // Loads the candidate pages of these items in every sub-filter, in one MultiGet.
+  void Prefetch(std::span<const core::ItemHash> items);
+
+  const uint8_t* Read(uint32_t f, uint64_t b) override;
+  uint8_t* Write(uint32_t f, uint64_t b) override;
+  uint64_t NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_buckets) override;
+  // Commits dirty pages in their own batch once enough have piled up (compaction of big filters)
+  // and empties the cache. Only for writers.
+  bool Checkpoint() override;
+
+  // Copies bytes [offset, offset + length) of sub-filter f (missing pages as zeros).
+  Status ReadRange(uint32_t f, uint64_t offset, uint64_t length, std::string* out);
+  // Overwrites bytes of sub-filter f starting at offset (pages become dirty).
+  Status WriteRange(uint32_t f, uint64_t offset, std::string_view data);
+
+  // Puts every dirty page into the batch (an all-zero page is deleted instead of stored).
+  void AddDirty(rocksdb::WriteBatch* batch);
+  bool dirty() const { return dirty_pages_ > 0; }
+  // Called with every intermediate Checkpoint batch so it also carries the current metadata
+  // (a crash between checkpoints then leaves metadata that agrees with the pages).
+  void set_on_checkpoint(std::function<void(rocksdb::WriteBatch*)> fn) {
+    on_checkpoint_ = std::move(fn);
+  }
+  const Status& status() const { return status_; }
+  // Pages read from RocksDB by this cache (for tests and stats).
+  uint64_t pages_loaded() const { return pages_loaded_; }
+
+ private:
+  struct Page {
+    std::string bytes;
+    bool dirty = false;
+  };
+  static uint64_t Id(uint32_t f, uint64_t page) { return (static_cast<uint64_t>(f) << 32) | page; }
+  uint64_t Buckets(uint32_t f);
+  Page* Fetch(uint32_t f, uint64_t page);
+  bool Accept(uint32_t f, uint64_t page, std::string_view value, Page* out);
+  rocksdb::ReadOptions ReadOpts() const;
+
+  Engine* engine_;
+  const rocksdb::Snapshot* snapshot_;
+  std::string prefix_;
+  const core::FilterMeta* meta_;
+  PageGeometry geo_;
+  std::unordered_map<uint64_t, Page> pages_;
+  std::vector<uint64_t> buckets_;  // cached SubFilterBuckets per sub-filter
+  uint64_t dirty_pages_ = 0;
+  uint64_t pages_loaded_ = 0;
+  Status status_;
+  std::function<void(rocksdb::WriteBatch*)> on_checkpoint_;
+  // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.
+  std::unique_ptr<rocksdb::Iterator> scan_it_;
+  uint32_t scan_f_ = UINT32_MAX;
+  uint64_t scan_page_ = UINT64_MAX;
+};
+
+}  // namespace cuckood::storage
