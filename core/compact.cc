@@ -46,12 +46,13 @@ Pass CompactOne(const FilterMeta& meta, BucketAccess& access, uint32_t i) {
   bool stuck = false;
   for (uint64_t b = access.NextMaybeNonEmpty(i, 0, n); b < n;
        b = access.NextMaybeNonEmpty(i, b + 1, n)) {
+    // One read per bucket: moving slot s clears only slot s (through Write) and fills buckets
+    // of older sub-filters, so the later slots of this copy stay accurate.
+    const uint8_t* bucket = access.Read(i, b);
+    if (bucket == nullptr) {
+      return Pass::kIoError;
+    }
     for (uint32_t s = 0; s < bucket_size; ++s) {
-      // Re-read per slot: an earlier move in this bucket wrote through Write().
-      const uint8_t* bucket = access.Read(i, b);
-      if (bucket == nullptr) {
-        return Pass::kIoError;
-      }
       const uint8_t fp = bucket[s];
       if (fp == 0) {
         continue;

@@ -22,7 +22,9 @@ uint64_t GetLe(std::string_view data, size_t offset, int bytes) {
   return value;
 }
 
-bool IsPow2(uint64_t x) { return x != 0 && (x & (x - 1)) == 0; }
+bool IsPow2(uint64_t x) {
+  return x != 0 && (x & (x - 1)) == 0;
+}
 
 // The sub-filter holding byte `offset` of the concatenated sub-filters, with `offset` made
 // relative to it. When the offset lies beyond the end, it has been reduced by every sub-filter's

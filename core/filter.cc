@@ -1,7 +1,8 @@
 // Insert, lookup and delete on the sub-filter chain (reference §2.2, §2.4-§2.6).
+#include "core/filter.h"
+
 #include <utility>
 
-#include "core/filter.h"
 #include "core/murmur.h"
 #include "core/slots.h"
 
@@ -178,8 +179,7 @@ bool Exists(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, 
   return false;
 }
 
-uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& item,
-               bool* io_error) {
+uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, bool* io_error) {
   SetIoError(io_error, false);
   if (!MetaUsable(meta)) {
     SetIoError(io_error, true);

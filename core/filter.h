@@ -45,7 +45,9 @@ struct ItemHash {
 ItemHash HashItem(std::string_view item);
 
 // Bucket index arithmetic for a sub-filter with `num_buckets` buckets.
-inline uint64_t PrimaryBucket(uint64_t hash, uint64_t num_buckets) { return hash % num_buckets; }
+inline uint64_t PrimaryBucket(uint64_t hash, uint64_t num_buckets) {
+  return hash % num_buckets;
+}
 inline uint64_t AltBucket(uint64_t index_or_hash, uint8_t fp, uint64_t num_buckets) {
   return (index_or_hash ^ (static_cast<uint64_t>(fp) * kAltMultiplier)) % num_buckets;
 }
@@ -112,8 +114,7 @@ bool Exists(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, 
 
 // Matches of the fingerprint in both candidate buckets of every sub-filter (a bucket that is both
 // candidates counts twice, as RedisBloom does).
-uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& item,
-               bool* io_error);
+uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, bool* io_error);
 
 // Deletes one copy, newest sub-filter first. On success num_items - 1, num_deletes + 1, then the
 // automatic compaction (num_filters > 1 and num_deletes > 0.1 * num_items, "stop" mode).

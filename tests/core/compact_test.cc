@@ -118,15 +118,17 @@ TEST_CASE("Only trailing emptied sub-filters are dropped", "[compact]") {
     CHECK(t.access.NonEmptySlots(0) == 2);
   }
   SECTION("an emptied middle sub-filter stays") {
+    // One-slot buckets, 2 per sub-filter. 8 (even) only fits bucket 0, full in 0 and 1 while
+    // sub-filter 2 is walked; 5 (odd) then moves to bucket 1 of sub-filter 0.
     TestFilter t(RawMeta(2, 1, 1, 3));
-    t.access.SetSlot(0, 0, 0, 2);  // bucket 0 full in sub-filter 0
-    t.access.SetSlot(1, 0, 0, 4);  // bucket 0 full in sub-filter 1
-    t.access.SetSlot(2, 0, 0, 8);  // stuck
-    t.access.SetSlot(0, 1, 0, 0);
-    t.access.SetSlot(1, 1, 0, 6);  // movable to sub-filter 0 bucket 1
+    t.access.SetSlot(0, 0, 0, 2);
+    t.access.SetSlot(1, 0, 0, 5);
+    t.access.SetSlot(2, 0, 0, 8);
+    t.meta.num_items = 3;
     REQUIRE(t.CompactAll(false));
-    CHECK(t.access.Slot(0, 1, 0) == 6);
-    CHECK(t.access.Slot(1, 0, 0) == 4);
+    CHECK(t.access.Slot(2, 0, 0) == 8);
+    CHECK(t.access.Slot(0, 1, 0) == 5);
+    CHECK(t.access.NonEmptySlots(1) == 0);
     CHECK(t.meta.num_filters == 3);
   }
 }

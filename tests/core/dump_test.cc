@@ -1,11 +1,12 @@
 // SCANDUMP / LOADCHUNK codec (reference §3): header bytes and validation, iterator arithmetic,
 // and dump -> load round trips through the in-memory storage.
+#include "core/dump.h"
+
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <limits>
 #include <string>
 
-#include "core/dump.h"
 #include "memory_access.h"
 
 using namespace cuckood::core;
@@ -88,8 +89,8 @@ TestFilter RoundTrip(TestFilter& src) {
 TEST_CASE("SCANDUMP example: CF.RESERVE cf 8 then CF.ADD cf item1", "[dump]") {
   TestFilter t(TestFilter::Reserve(8));
   REQUIRE(t.Add("item1") == InsertResult::kInserted);
-  CHECK(EncodeHeader(t.meta) == Bytes({1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
-                                       0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 20, 0, 1, 0}));
+  CHECK(EncodeHeader(t.meta) == Bytes({1, 0, 0, 0, 0, 0, 0, 0, 4, 0, 0, 0, 0, 0, 0, 0,  0, 0, 0,
+                                       0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 2, 0, 20, 0, 1, 0}));
   const auto chunk = DumpRange(t.meta, 1);
   REQUIRE(chunk.has_value());
   CHECK(chunk->filter == 0);
@@ -141,7 +142,7 @@ TEST_CASE("A 64 MiB filter is dumped in 16 MiB pieces (upstream scandump_huge)",
     REQUIRE(t.Add("foo") == InsertResult::kInserted);
   }
   REQUIRE(t.meta.num_filters == 2);
-  const int64_t expected[] = {16777217,  33554433,  50331649,  67108865,
+  const int64_t expected[] = {16777217, 33554433,  50331649,  67108865,
                               83886081, 100663297, 117440513, 134217729};
   int64_t iter = 1;
   for (size_t k = 0; k < 8; ++k) {
@@ -197,13 +198,13 @@ TEST_CASE("LoadRange rejects empty chunks, positions <= 0 and positions before t
   CHECK_FALSE(LoadRange(m, std::numeric_limits<int64_t>::min(), 1).has_value());
   CHECK_FALSE(LoadRange(m, 1, 1).has_value());  // p - 1 < n
   CHECK_FALSE(LoadRange(m, 8, 8).has_value());  // p - 1 = 7 < 8
-  const auto r = LoadRange(m, 9, 8);             // p - 1 = n: start 0
+  const auto r = LoadRange(m, 9, 8);            // p - 1 = n: start 0
   REQUIRE(r.has_value());
   CHECK((r->filter == 0 && r->offset == 0 && r->length == 8));
   CHECK_FALSE(LoadRange(m, 10, 8).has_value());  // start 1: does not fit
-  CHECK_FALSE(LoadRange(m, std::numeric_limits<int64_t>::max(),
-                        std::numeric_limits<uint64_t>::max())
-                  .has_value());
+  CHECK_FALSE(
+      LoadRange(m, std::numeric_limits<int64_t>::max(), std::numeric_limits<uint64_t>::max())
+          .has_value());
 }
 
 TEST_CASE("LoadRange places the chunk ending just before the iterator", "[dump]") {
@@ -227,7 +228,7 @@ TEST_CASE("LoadRange applies a start beyond the end to the last sub-filter", "[d
     REQUIRE(r.has_value());
     CHECK((r->filter == 0 && r->offset == 7 && r->length == 1));
     CHECK_FALSE(LoadRange(m, 18, 1).has_value());  // reduced start 8 does not fit
-    const auto two = LoadRange(m, 17, 2);  // start 14 -> 6: bytes 6..7
+    const auto two = LoadRange(m, 17, 2);          // start 14 -> 6: bytes 6..7
     REQUIRE(two.has_value());
     CHECK((two->filter == 0 && two->offset == 6));
   }
@@ -359,7 +360,8 @@ TEST_CASE("Dump and load reproduce filters byte for byte", "[dump][roundtrip]") 
   }
 }
 
-TEST_CASE("A header with an odd expansion round-trips its uneven sub-filters", "[dump][roundtrip]") {
+TEST_CASE("A header with an odd expansion round-trips its uneven sub-filters",
+          "[dump][roundtrip]") {
   const auto meta = DecodeHeader(Header(5, 4, 0, 3, 2, 20, 3), Limits{});
   REQUIRE(meta.has_value());
   TestFilter t(*meta);

@@ -36,7 +36,9 @@ std::string FindItem(const std::function<bool(const ItemHash&)>& pred) {
   return {};
 }
 
-uint64_t AltOffset(uint8_t fp, uint64_t n) { return (fp * 0x5bd1e995ULL) % n; }
+uint64_t AltOffset(uint8_t fp, uint64_t n) {
+  return (fp * 0x5bd1e995ULL) % n;
+}
 
 }  // namespace
 
@@ -92,11 +94,11 @@ TEST_CASE("Kick-out evicts slot 0 of the primary bucket and moves the victim to 
           "[filter][kick]") {
   // 4 buckets of 1 slot; no growth so the kick-out is the only way in.
   TestFilter t(RawMeta(4, 1, 1, 0));
-  const std::string a = FindItem(
-      [](const ItemHash& h) { return h.hash % 4 == 0 && AltOffset(h.fp, 4) == 2; });
+  const std::string a =
+      FindItem([](const ItemHash& h) { return h.hash % 4 == 0 && AltOffset(h.fp, 4) == 2; });
   const std::string c = FindItem([](const ItemHash& h) { return h.hash % 4 == 1; });
-  const std::string z = FindItem(
-      [](const ItemHash& h) { return h.hash % 4 == 0 && AltOffset(h.fp, 4) == 1; });
+  const std::string z =
+      FindItem([](const ItemHash& h) { return h.hash % 4 == 0 && AltOffset(h.fp, 4) == 1; });
   REQUIRE(t.Add(a) == InsertResult::kInserted);  // bucket 0
   REQUIRE(t.Add(c) == InsertResult::kInserted);  // bucket 1
   REQUIRE(t.Add(z) == InsertResult::kInserted);  // evicts a from bucket 0 into bucket 2
@@ -112,7 +114,8 @@ TEST_CASE("Kick-out evicts slot 0 of the primary bucket and moves the victim to 
 
 TEST_CASE("Kick-out victims go round-robin through the slots", "[filter][kick]") {
   // 2 buckets x 2 slots. Even fingerprints have no other bucket, odd ones have the other one.
-  const std::string z = FindItem([](const ItemHash& h) { return h.hash % 2 == 0 && h.fp % 2 == 0; });
+  const std::string z =
+      FindItem([](const ItemHash& h) { return h.hash % 2 == 0 && h.fp % 2 == 0; });
   for (uint16_t iterations : std::initializer_list<uint16_t>{1, 2}) {
     TestFilter t(RawMeta(2, 2, iterations, 0));
     t.access.SetSlot(0, 0, 0, 2);  // even: stays in bucket 0 when evicted

@@ -62,8 +62,18 @@ class MemoryAccess : public BucketAccess {
 
   bool Checkpoint() override {
     ++checkpoints_;
-    for (auto& block : scratch_) {
-      block.assign(block.size(), 0xA5);  // stale Read() pointers now show a bogus fingerprint
+    // Stale Read() pointers now show a bogus fingerprint. Older blocks were poisoned by the
+    // previous checkpoints already.
+    for (size_t k = poison_block_; k < scratch_.size(); ++k) {
+      const uint64_t from = k == poison_block_ ? poison_offset_ : 0;
+      const uint64_t to = k + 1 == scratch_.size() ? scratch_used_ : scratch_[k].size();
+      if (from < to) {
+        std::memset(scratch_[k].data() + from, 0xA5, to - from);
+      }
+    }
+    if (!scratch_.empty()) {
+      poison_block_ = scratch_.size() - 1;
+      poison_offset_ = scratch_used_;
     }
     if (fail_checkpoint_) {
       return false;
@@ -74,6 +84,8 @@ class MemoryAccess : public BucketAccess {
   // Frees Read() copies; call between operations (the "end of a command").
   void EndCommand() {
     scratch_.clear();
+    poison_block_ = 0;
+    poison_offset_ = 0;
     scratch_used_ = kScratchBlock;
   }
 
@@ -101,6 +113,27 @@ class MemoryAccess : public BucketAccess {
     return out;
   }
 
+  // The written parts of [offset, offset + length) of sub-filter f, as (offset relative to
+  // `offset`, bytes) pieces; everything else is zero. For copying huge sparse chunks cheaply.
+  std::vector<std::pair<uint64_t, std::string>> ReadSparse(uint32_t f, uint64_t offset,
+                                                           uint64_t length) const {
+    std::vector<std::pair<uint64_t, std::string>> pieces;
+    const uint64_t page_bytes = page_buckets_ * bucket_size_;
+    for (auto it = pages_.lower_bound({f, offset / page_bytes});
+         it != pages_.end() && it->first.first == f; ++it) {
+      const uint64_t page_start = it->first.second * page_bytes;
+      if (page_start >= offset + length) {
+        break;
+      }
+      const uint64_t from = std::max(page_start, offset);
+      const uint64_t to = std::min(page_start + page_bytes, offset + length);
+      const auto* data = reinterpret_cast<const char*>(it->second.data());
+      pieces.emplace_back(from - offset,
+                          std::string(data + (from - page_start), data + (to - page_start)));
+    }
+    return pieces;
+  }
+
   // Writes raw bytes into sub-filter f; all-zero stretches do not create pages (keeps copies of
   // huge, mostly empty filters sparse).
   void WriteBytes(uint32_t f, uint64_t offset, const std::string& data) {
@@ -117,9 +150,9 @@ class MemoryAccess : public BucketAccess {
           i += n;
           continue;
         }
-        it = pages_.emplace(std::make_pair(f, pos / page_bytes),
-                            std::vector<uint8_t>(page_bytes, 0))
-                 .first;
+        it =
+            pages_.emplace(std::make_pair(f, pos / page_bytes), std::vector<uint8_t>(page_bytes, 0))
+                .first;
       }
       std::memcpy(it->second.data() + in_page, src, n);
       i += n;
@@ -210,6 +243,8 @@ class MemoryAccess : public BucketAccess {
   uint64_t bucket_size_;
   uint64_t page_buckets_;
   uint64_t scratch_used_ = kScratchBlock;
+  size_t poison_block_ = 0;  // Read() copies before this point are poisoned already
+  uint64_t poison_offset_ = 0;
   std::map<std::pair<uint32_t, uint64_t>, std::vector<uint8_t>> pages_;
   std::deque<std::vector<uint8_t>> scratch_;
   int64_t fail_after_ = -1;

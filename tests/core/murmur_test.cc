@@ -1,10 +1,11 @@
 // Hash, fingerprint and bucket formulas against the vectors of reference §2.1 (checked upstream
 // on a live RedisBloom through SCANDUMP).
+#include "core/murmur.h"
+
 #include <catch2/catch.hpp>
 #include <string>
 
 #include "core/filter.h"
-#include "core/murmur.h"
 
 using namespace cuckood::core;
 

@@ -62,8 +62,8 @@ TEST_CASE("Upstream bucket_size: 1000 items give 18 / 17 / 4 sub-filters", "[ups
     uint64_t buckets;
     uint32_t filters;
   };
-  for (const Case& c : {Case{64, 1, 20, 64, 18}, Case{64, 2, 20, 32, 17},
-                        Case{256, 4, 500, 64, 4}}) {
+  for (const Case& c :
+       {Case{64, 1, 20, 64, 18}, Case{64, 2, 20, 32, 17}, Case{256, 4, 500, 64, 4}}) {
     INFO("bucket size " << c.bucket_size);
     TestFilter t(TestFilter::Reserve(c.capacity, c.bucket_size, c.max_iterations, 1));
     AddDecimal(t, 1000);
@@ -176,8 +176,7 @@ TEST_CASE("Upstream unit FPR: duplicates-by-collision stay below the upstream bo
     uint64_t capacity;
     double bound;
   };
-  for (const Case& c : {Case{10000, 0.015}, Case{5000, 0.03}, Case{2500, 0.06},
-                        Case{1250, 0.08}}) {
+  for (const Case& c : {Case{10000, 0.015}, Case{5000, 0.03}, Case{2500, 0.06}, Case{1250, 0.08}}) {
     INFO("capacity " << c.capacity);
     TestFilter t(TestFilter::Reserve(c.capacity));
     if (c.capacity == 10000) {
