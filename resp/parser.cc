@@ -34,6 +34,11 @@ constexpr const char* kErrInvalidCount = "ERR Protocol error: invalid multibulk 
 constexpr const char* kErrTooBigBulkCount = "ERR Protocol error: too big bulk count string";
 constexpr const char* kErrExpectedDollar = "ERR Protocol error: expected '$', got '";
 constexpr const char* kErrInvalidBulk = "ERR Protocol error: invalid bulk length";
+// Before AUTH, Redis accepts only small commands.
+constexpr int64_t kUnauthMaxArgs = 10;
+constexpr int64_t kUnauthMaxBulk = 16384;
+constexpr const char* kErrUnauthCount = "ERR Protocol error: unauthenticated multibulk length";
+constexpr const char* kErrUnauthBulk = "ERR Protocol error: unauthenticated bulk length";
 constexpr const char* kErrTooBigInline = "ERR Protocol error: too big inline request";
 constexpr const char* kErrUnbalanced = "ERR Protocol error: unbalanced quotes in request";
 // Redis closes such a client without a reply; the text is ours.
@@ -337,6 +342,9 @@ Parser::Step Parser::ParseCount() {
       count > limits_.max_multibulk_len) {
     return Fail(kErrInvalidCount);
   }
+  if (limits_.unauthenticated && count > kUnauthMaxArgs) {
+    return Fail(kErrUnauthCount);
+  }
   Advance(eol + 2);
   if (count <= 0) {
     return Step::kSkip;
@@ -370,6 +378,9 @@ Parser::Step Parser::ParseBulks(std::vector<std::string_view>* argv) {
       if (!ParseStrictInt({line + 1, eol - 1}, &len) || len < 0 ||
           static_cast<uint64_t>(len) > limits_.max_bulk_len) {
         return Fail(kErrInvalidBulk);
+      }
+      if (limits_.unauthenticated && len > kUnauthMaxBulk) {
+        return Fail(kErrUnauthBulk);
       }
       Advance(eol + 2);
       bulk_len_ = len;

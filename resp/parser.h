@@ -16,6 +16,8 @@ struct ParserLimits {
   int64_t max_multibulk_len = 2147483647;               // INT_MAX: Redis 7 rejects counts above it
   size_t max_inline_len = 64 * 1024;                    // inline line / unfinished header line
   uint64_t query_buffer_limit = 1024ULL * 1024 * 1024;  // client-query-buffer-limit
+  // Before AUTH (a password is set): at most 10 arguments of at most 16 KiB each, as Redis.
+  bool unauthenticated = false;
 };
 
 class Parser {
