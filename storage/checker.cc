@@ -35,7 +35,8 @@ CheckReport CheckDatabase(const std::string& dir, std::ostream& out) {
   uint64_t reserved = 0;
   {
     std::string v;
-    if (db->Get(rocksdb::ReadOptions(), e.default_cf(), std::string(kVersionReservedKey), &v).ok() &&
+    if (db->Get(rocksdb::ReadOptions(), e.default_cf(), std::string(kVersionReservedKey), &v)
+            .ok() &&
         v.size() == 8) {
       for (int i = 7; i >= 0; --i) {
         reserved = (reserved << 8) | static_cast<uint8_t>(v[static_cast<size_t>(i)]);
@@ -75,9 +76,11 @@ CheckReport CheckDatabase(const std::string& dir, std::ostream& out) {
           << " above the reserved high-water mark " << reserved << "\n";
       rep.errors++;
     }
+    // Build the prefix before moving meta: owner may point into meta->cuckoo.owner.
     std::string_view owner = meta->cuckoo.owner.empty() ? key : meta->cuckoo.owner;
+    std::string prefix = EncodePagePrefix(ns, owner, meta->version);
     LiveFilter lf{std::string(key), ns, std::move(*meta), 0};
-    live.emplace(EncodePagePrefix(ns, owner, lf.meta.version), std::move(lf));
+    live.emplace(std::move(prefix), std::move(lf));
   }
   if (!it->status().ok()) {
     out << "error: reading metadata: " << it->status().ToString() << "\n";
@@ -110,9 +113,8 @@ CheckReport CheckDatabase(const std::string& dir, std::ostream& out) {
     uint64_t want = geo.PageLength(parts.page, core::SubFilterBuckets(f, parts.filter));
     auto v = it->value();
     if (v.size() != want) {
-      out << "error: db" << lf.ns << " key '" << lf.key << "': filter " << parts.filter
-          << " page " << parts.page << " has " << v.size() << " bytes, expected " << want
-          << "\n";
+      out << "error: db" << lf.ns << " key '" << lf.key << "': filter " << parts.filter << " page "
+          << parts.page << " has " << v.size() << " bytes, expected " << want << "\n";
       rep.errors++;
       continue;
     }

@@ -82,8 +82,8 @@ Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
   if (m->has_value()) {
     return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
   }
-  auto meta = NewFilter(args.capacity, args.bucket_size, args.max_iterations, args.expansion,
-                        settings);
+  auto meta =
+      NewFilter(args.capacity, args.bucket_size, args.max_iterations, args.expansion, settings);
   if (!meta.ok()) {
     return meta.status();
   }
@@ -107,9 +107,9 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
     if (no_create) {
       return Status(Code::kNotFound, "ERR not found");
     }
-    auto fresh = NewFilter(capacity == 0 ? settings.initial_capacity : capacity,
-                           settings.bucket_size, settings.max_iterations, settings.expansion,
-                           settings);
+    auto fresh =
+        NewFilter(capacity == 0 ? settings.initial_capacity : capacity, settings.bucket_size,
+                  settings.max_iterations, settings.expansion, settings);
     if (!fresh.ok()) {
       return fresh.status();
     }
@@ -169,10 +169,11 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
                                              const std::vector<std::string_view>& items,
                                              bool count) {
   std::vector<uint64_t> out(items.size(), 0);
-  SnapshotHolder snap(engine_->db());
-  rocksdb::ReadOptions ro;
-  ro.snapshot = snap.get();
-  auto m = GetWith(ro, ns, key);
+  // No snapshot (taking one locks the DB mutex): the metadata comes first, then every candidate
+  // page in one MultiGet, which reads all its keys at one sequence number. Pages from a state
+  // newer than the metadata only hold writes made after it, so every answer matches a moment
+  // between the two reads.
+  auto m = GetWith(rocksdb::ReadOptions(), ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -181,9 +182,9 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   }
   const Metadata& meta = **m;
   auto hashes = HashAll(items);
-  PageCache cache(engine_, snap.get(), PagePrefix(ns, key, meta), &meta.cuckoo.filter,
+  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
                   meta.cuckoo.page_size);
-  cache.Prefetch(hashes);
+  cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {
     bool io_error = false;
     out[i] = count ? core::Count(meta.cuckoo.filter, cache, hashes[i], &io_error)
@@ -323,8 +324,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
   const std::string meta_key = EncodeMetaKey(ns, key);
   if (iter == 1) {
     if (m->has_value()) {
-      return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists")
-                                            : kWrongType;
+      return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
     }
     if (data.size() != core::kHeaderSize) {
       return Status(Code::kInvalid, "Invalid header");

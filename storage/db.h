@@ -3,8 +3,8 @@
 //
 // Locking contract: every mutating method expects the caller to hold the stripe lock of each key
 // it names (server/ takes them from the command table's key positions; MULTI/EXEC takes all of
-// them; FLUSHDB/FLUSHALL take every stripe). Reading methods take no lock and read through a
-// snapshot. Methods are otherwise thread-safe.
+// them; FLUSHDB/FLUSHALL take every stripe). Reading methods take no lock and never see a
+// partly applied write (see storage/locks.h). Methods are otherwise thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -84,7 +84,8 @@ class Db {
                           std::string_view type_filter);
   StatusOr<std::vector<std::string>> Keys(uint16_t ns, std::string_view pattern);
   StatusOr<std::optional<std::string>> RandomKey(uint16_t ns);
-  // Approximate bytes on disk (and in memtables) of a key's metadata and pages.
+  // Bytes a key takes in the database: metadata plus pages (exact for filters of up to 4096
+  // pages, RocksDB's estimate of the key range beyond that).
   StatusOr<uint64_t> DiskUsage(uint16_t ns, std::string_view key);
 
   // Strings (enough of them for WRONGTYPE checks and simple use).

@@ -9,6 +9,7 @@
 #include <filesystem>
 
 #include "storage/format.h"
+#include "storage/page_merge.h"
 
 namespace cuckood::storage {
 
@@ -48,8 +49,15 @@ class PagesFilter final : public rocksdb::CompactionFilter {
  public:
   explicit PagesFilter(std::shared_ptr<FilterContext> ctx) : ctx_(std::move(ctx)) {}
 
-  bool Filter(int, const rocksdb::Slice& key, const rocksdb::Slice&, std::string*,
-              bool*) const noexcept override {
+  Decision FilterV2(int, const rocksdb::Slice& key, ValueType type, const rocksdb::Slice&,
+                    std::string*, std::string*) const noexcept override {
+    if (type != ValueType::kValue && type != ValueType::kMergeOperand) {
+      return Decision::kKeep;
+    }
+    return Dead(key) ? Decision::kRemove : Decision::kKeep;
+  }
+
+  bool Dead(const rocksdb::Slice& key) const noexcept {
     PageKeyParts parts;
     std::string_view raw(key.data(), key.size());
     if (!DecodePageKey(raw, &parts)) {
@@ -209,6 +217,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   meta_opts.compaction_filter = &kMetadataFilter;
   auto pages_opts = DataCfOptions(options, e->cache_, false);
   pages_opts.compaction_filter_factory = std::make_shared<PagesFilterFactory>(e->filter_context_);
+  pages_opts.merge_operator = NewPageMergeOperator();
+  // Bounds the chain of operands a read of a hot page must apply while it is in a memtable.
+  pages_opts.max_successive_merges = 32;
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, default_opts},
@@ -250,7 +261,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   return e;
 }
 
-Engine::~Engine() { Close(); }
+Engine::~Engine() {
+  Close();
+}
 
 void Engine::Close() {
   if (closed_.exchange(true)) {
@@ -344,9 +357,13 @@ Status Engine::CompactAll() {
   return Status::Ok();
 }
 
-Status Engine::SyncWal() { return FromRocks(db_->SyncWAL()); }
+Status Engine::SyncWal() {
+  return FromRocks(db_->SyncWAL());
+}
 
-void Engine::SetFsync(FsyncMode mode) { fsync_ = mode; }
+void Engine::SetFsync(FsyncMode mode) {
+  fsync_ = mode;
+}
 
 EngineStats Engine::Stats() {
   EngineStats st;

@@ -6,7 +6,9 @@
 namespace cuckood::storage {
 namespace {
 
-void PutU8(std::string* s, uint8_t v) { s->push_back(static_cast<char>(v)); }
+void PutU8(std::string* s, uint8_t v) {
+  s->push_back(static_cast<char>(v));
+}
 
 template <typename T>
 void PutLE(std::string* s, T v) {
@@ -128,7 +130,8 @@ bool DecodeMetaKey(std::string_view raw, uint16_t* ns, std::string_view* key) {
 
 std::string EncodeMetadata(const Metadata& meta) {
   std::string out;
-  out.reserve(27 + (meta.type == KeyType::kString ? meta.value.size() : 44 + meta.cuckoo.owner.size()));
+  out.reserve(27 +
+              (meta.type == KeyType::kString ? meta.value.size() : 44 + meta.cuckoo.owner.size()));
   PutU8(&out, kMetaFormatVersion);
   PutU8(&out, static_cast<uint8_t>(meta.type));
   PutLE<uint64_t>(&out, meta.expire_ms);
@@ -269,7 +272,7 @@ uint64_t PageGeometry::PageLength(uint64_t page, uint64_t num_buckets) const {
 uint64_t EffectiveMaxFilterBytes(uint64_t server_limit, uint32_t page_size, uint16_t bucket_size) {
   PageGeometry g(page_size, bucket_size);
   // Page indices are u32: at most 2^32 pages of page_bytes each.
-  const uint64_t cap = (g.page_bytes >= (1ULL << 31)) ? UINT64_MAX : (g.page_bytes << 32);
+  const uint64_t cap = g.page_bytes << 32;  // page_bytes < 2^32 (page size and bucket size)
   return std::min(server_limit, cap);
 }
 

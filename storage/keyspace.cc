@@ -1,6 +1,8 @@
 // Generic key operations of Db: existence, deletion, expiry, rename, scan, flush, strings.
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <cctype>
 #include <random>
 
 #include "storage/db.h"
@@ -123,6 +125,13 @@ bool GlobMatchImpl(const char* p, const char* pend, const char* s, const char* s
   return s == send;
 }
 
+bool EqualsNoCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
 }  // namespace
 
 bool GlobMatch(std::string_view pattern, std::string_view text, bool nocase) {
@@ -203,7 +212,9 @@ StatusOr<bool> Db::SetExpire(uint16_t ns, std::string_view key, uint64_t expire_
   return true;
 }
 
-StatusOr<bool> Db::Expire(uint16_t ns, std::string_view key) { return Delete(ns, key); }
+StatusOr<bool> Db::Expire(uint16_t ns, std::string_view key) {
+  return Delete(ns, key);
+}
 
 StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view dst, bool nx) {
   auto m = Get(ns, src);
@@ -292,13 +303,15 @@ StatusOr<uint64_t> Db::DbSize(uint16_t ns) {
   return n;
 }
 
-StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view pattern,
-                            uint64_t count, std::string_view type_filter) {
+StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view pattern, uint64_t count,
+                            std::string_view type_filter) {
   std::string start = NsPrefix(ns);
   if (cursor != 0) {
     std::lock_guard lock(scan_mu_);
     auto& slot = scan_cursors_[cursor % kScanCursorSlots];
-    if (slot.first == cursor) {
+    // Cursors are shared by all namespaces: one saved by another namespace's SCAN is unknown
+    // here (resuming from it would walk that namespace's keys).
+    if (slot.first == cursor && slot.second.compare(0, start.size(), start) == 0) {
       start = slot.second;
     }
     // An unknown (evicted) cursor restarts the walk: SCAN may repeat keys, never skip them.
@@ -329,7 +342,7 @@ StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view patte
     if (!pattern.empty() && !GlobMatch(pattern, user_key)) {
       continue;
     }
-    if (!type_filter.empty() && !GlobMatch(type_filter, TypeName(meta->type), true)) {
+    if (!type_filter.empty() && !EqualsNoCase(type_filter, TypeName(meta->type))) {
       continue;
     }
     page.keys.emplace_back(user_key);
@@ -404,16 +417,31 @@ StatusOr<uint64_t> Db::DiskUsage(uint16_t ns, std::string_view key) {
   }
   const auto& meta = **m;
   std::string mk = EncodeMetaKey(ns, key);
-  uint64_t total = engine_->ApproximateSize(engine_->metadata_cf(), mk, mk + '\0');
-  if (total == 0) {
-    total = mk.size() + EncodeMetadata(meta).size();
+  uint64_t total = mk.size() + EncodeMetadata(meta).size();
+  if (meta.type != KeyType::kCuckoo) {
+    return total;
   }
-  if (meta.type == KeyType::kCuckoo) {
-    std::string prefix = PagePrefix(ns, key, meta);
-    std::string end = prefix + std::string(6, '\xff');
-    total += engine_->ApproximateSize(engine_->pages_cf(), prefix, end);
+  // Small filters: the exact bytes of their live pages (RocksDB's estimate is too coarse inside
+  // one data block). Large ones: RocksDB's estimate for the key range.
+  constexpr uint64_t kExactPages = 4096;
+  std::string prefix = PagePrefix(ns, key, meta);
+  std::string end = prefix + std::string(6, '\xff');
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(ro, engine_->pages_cf()));
+  uint64_t pages = 0;
+  uint64_t exact = 0;
+  for (it->Seek(prefix); it->Valid() && pages < kExactPages; it->Next(), ++pages) {
+    exact += it->key().size() + it->value().size();
   }
-  return total;
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  if (!it->Valid()) {
+    return total + exact;
+  }
+  return total + std::max(exact, engine_->ApproximateSize(engine_->pages_cf(), prefix, end));
 }
 
 Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, uint64_t expire_ms,

@@ -25,7 +25,9 @@ LockGuard::LockGuard(LockManager* mgr, std::vector<size_t> stripes)
   }
 }
 
-LockGuard::~LockGuard() { Release(); }
+LockGuard::~LockGuard() {
+  Release();
+}
 
 LockGuard::LockGuard(LockGuard&& other) noexcept
     : mgr_(other.mgr_), stripes_(std::move(other.stripes_)) {

@@ -3,8 +3,9 @@
 // Threading model: each connection runs on one io thread; commands that write take the stripes of
 // every key they touch through a LockGuard (sorted and de-duplicated, so two writers can never
 // deadlock), and hold them until their write batch is committed. MULTI/EXEC takes the stripes of
-// every key of every queued command at once. Readers take no lock: they read through a RocksDB
-// snapshot and always see the state of some committed batch.
+// every key of every queued command at once. Readers take no lock: a lookup reads the metadata,
+// then all its candidate pages in one MultiGet (one sequence number); SCANDUMP reads through a
+// snapshot. Either way a reader sees only whole committed batches.
 #pragma once
 
 #include <cstddef>

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "storage/page_merge.h"
+
 namespace cuckood::storage {
 namespace {
 
@@ -80,7 +82,8 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   return &pages_.emplace(Id(f, page), std::move(p)).first->second;
 }
 
-void PageCache::Prefetch(std::span<const core::ItemHash> items) {
+void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
+  const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
   std::vector<std::pair<uint32_t, uint64_t>> want;
   for (const auto& item : items) {
     for (uint32_t f = 0; f < meta_->num_filters; ++f) {
@@ -96,11 +99,11 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items) {
           want.emplace_back(f, page);
         }
       }
-      if (want.size() >= kMaxPrefetchPages) {
+      if (want.size() >= cap) {
         break;
       }
     }
-    if (want.size() >= kMaxPrefetchPages) {
+    if (want.size() >= cap) {
       break;
     }
   }
@@ -144,15 +147,22 @@ const uint8_t* PageCache::Read(uint32_t f, uint64_t b) {
   return reinterpret_cast<const uint8_t*>(p->bytes.data()) + off;
 }
 
+void PageCache::MarkDirty(Page* p) {
+  if (!p->dirty) {
+    p->dirty = true;
+    if (!p->whole) {
+      p->before = p->bytes;
+    }
+    ++dirty_pages_;
+  }
+}
+
 uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
   Page* p = Fetch(f, geo_.PageOf(b));
   if (p == nullptr) {
     return nullptr;
   }
-  if (!p->dirty) {
-    p->dirty = true;
-    ++dirty_pages_;
-  }
+  MarkDirty(p);
   uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
   return reinterpret_cast<uint8_t*>(p->bytes.data()) + off;
 }
@@ -284,18 +294,18 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
     Page* p = nullptr;
     if (in_page == 0 && n == page_len && pages_.find(Id(f, page)) == pages_.end()) {
       // The chunk covers the whole page: no need to read the old one.
-      p = &pages_.emplace(Id(f, page), Page{std::string(page_len, '\0'), false}).first->second;
+      Page fresh;
+      fresh.bytes.assign(page_len, '\0');
+      fresh.whole = true;
+      p = &pages_.emplace(Id(f, page), std::move(fresh)).first->second;
     } else {
       p = Fetch(f, page);
       if (p == nullptr) {
         return status_;
       }
     }
+    MarkDirty(p);
     std::memcpy(p->bytes.data() + in_page, data.data() + pos, n);
-    if (!p->dirty) {
-      p->dirty = true;
-      ++dirty_pages_;
-    }
     pos += n;
   }
   return Status::Ok();
@@ -308,12 +318,21 @@ void PageCache::AddDirty(rocksdb::WriteBatch* batch) {
     }
     auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
                              static_cast<uint32_t>(id & 0xffffffffULL));
-    if (AllZero(page.bytes)) {
-      (void)batch->Delete(engine_->pages_cf(), key);
+    std::string operand;
+    if (!page.whole && page.before == page.bytes) {
+      // unchanged (e.g. a kick-out chain that was rolled back)
+    } else if (AllZero(page.bytes)) {
+      if (page.whole || !AllZero(page.before)) {
+        (void)batch->Delete(engine_->pages_cf(), key);
+      }
+    } else if (!page.whole && EncodePageDelta(page.before, page.bytes, &operand)) {
+      (void)batch->Merge(engine_->pages_cf(), key, operand);
     } else {
       (void)batch->Put(engine_->pages_cf(), key, page.bytes);
     }
     page.dirty = false;
+    page.whole = false;
+    page.before.clear();
   }
   dirty_pages_ = 0;
 }

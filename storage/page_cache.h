@@ -34,8 +34,10 @@ class PageCache final : public core::BucketAccess {
             const core::FilterMeta* meta, uint32_t page_size);
   ~PageCache() override;
 
-  // Loads the candidate pages of these items in every sub-filter, in one MultiGet.
-  void Prefetch(std::span<const core::ItemHash> items);
+  // Loads the candidate pages of these items in every sub-filter, in one MultiGet (which reads
+  // every key at one sequence number). Writers cap the number of pages; all = no cap, so a
+  // reader sees one consistent state.
+  void Prefetch(std::span<const core::ItemHash> items, bool all = false);
 
   const uint8_t* Read(uint32_t f, uint64_t b) override;
   uint8_t* Write(uint32_t f, uint64_t b) override;
@@ -49,7 +51,8 @@ class PageCache final : public core::BucketAccess {
   // Overwrites bytes of sub-filter f starting at offset (pages become dirty).
   Status WriteRange(uint32_t f, uint64_t offset, std::string_view data);
 
-  // Puts every dirty page into the batch (an all-zero page is deleted instead of stored).
+  // Puts every dirty page into the batch: the changed bytes as a merge operand (see
+  // page_merge.h), a whole page when that is smaller, a delete for an all-zero page.
   void AddDirty(rocksdb::WriteBatch* batch);
   bool dirty() const { return dirty_pages_ > 0; }
   // Called with every intermediate Checkpoint batch so it also carries the current metadata
@@ -64,8 +67,11 @@ class PageCache final : public core::BucketAccess {
  private:
   struct Page {
     std::string bytes;
+    std::string before;  // the bytes when first made dirty (to write only what changed)
     bool dirty = false;
+    bool whole = false;  // replaced without reading: written in full
   };
+  void MarkDirty(Page* p);
   static uint64_t Id(uint32_t f, uint64_t page) { return (static_cast<uint64_t>(f) << 32) | page; }
   uint64_t Buckets(uint32_t f);
   Page* Fetch(uint32_t f, uint64_t page);

@@ -1,0 +1,627 @@
+// Cuckoo filter operations of Db (storage/cuckoo_store.cc): RESERVE, ADD/INSERT, EXISTS/COUNT,
+// DEL, COMPACT, INFO, lazy pages, the page layout, corruption handling and versions.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/filter.h"
+#include "test_util.h"
+
+using namespace cuckood::storage;
+using namespace cuckood::storage::testing;
+namespace core = cuckood::core;
+
+namespace {
+
+// The first item "<prefix><i>" whose primary bucket in a sub-filter of n buckets is `bucket`.
+std::string ItemWithPrimary(uint64_t bucket, uint64_t n, std::string_view prefix = "probe-") {
+  for (int i = 0; i < 1'000'000; ++i) {
+    std::string item = std::string(prefix) + std::to_string(i);
+    if (core::PrimaryBucket(core::HashItem(item).hash, n) == bucket) {
+      return item;
+    }
+  }
+  FAIL("no item found");
+  return {};
+}
+
+// Expected (filter 0) placement of items inserted one by one into an empty filter that never
+// needs a kick-out: the primary bucket if it has a free slot, else the alternate.
+std::map<uint64_t, std::vector<uint8_t>> PlaceWithoutKicks(const std::vector<std::string>& items,
+                                                           uint64_t n, uint16_t bucket_size) {
+  std::map<uint64_t, std::vector<uint8_t>> buckets;
+  for (const auto& item : items) {
+    auto h = core::HashItem(item);
+    uint64_t b1 = core::PrimaryBucket(h.hash, n);
+    uint64_t b2 = core::AltBucket(h.hash, h.fp, n);
+    auto& first = buckets[b1];
+    if (first.size() < bucket_size) {
+      first.push_back(h.fp);
+      continue;
+    }
+    auto& second = buckets[b2];
+    REQUIRE(second.size() < bucket_size);
+    second.push_back(h.fp);
+  }
+  return buckets;
+}
+
+std::string_view View(const std::string& s) {
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+
+  SECTION("the metadata records every requested field") {
+    REQUIRE(db.CfReserve(0, "f", Reserve(1000, 4, 3, 50), settings).ok());
+    auto info = db.CfInfo(0, "f");
+    REQUIRE(info.ok());
+    CHECK(info->type == KeyType::kCuckoo);
+    CHECK(info->size == 0);
+    CHECK(info->expire_ms == 0);
+    CHECK(info->version > 0);
+    const auto& c = info->cuckoo;
+    CHECK(c.filter.base_num_buckets == 256);  // next_pow2(1000 / 4)
+    CHECK(c.filter.bucket_size == 4);
+    CHECK(c.filter.max_iterations == 50);
+    CHECK(c.filter.expansion == 4);  // normalised to a power of two
+    CHECK(c.filter.num_filters == 1);
+    CHECK(c.filter.num_items == 0);
+    CHECK(c.filter.num_deletes == 0);
+    CHECK(c.base_capacity == 1000);
+    CHECK(c.page_size == 64);
+    CHECK(c.owner.empty());
+    CHECK(AllPages(t.engine()).empty());
+    // A reserved filter with 0 items is a live key.
+    CHECK(*db.Exists(0, "f"));
+    CHECK(*db.DbSize(0) == 1);
+  }
+  SECTION("a second RESERVE is kExists, over a string kWrongType") {
+    REQUIRE(db.CfReserve(0, "f", Reserve(100), settings).ok());
+    const uint64_t version = db.CfInfo(0, "f")->version;
+    auto again = db.CfReserve(0, "f", Reserve(5000), settings);
+    CHECK(again.code() == Code::kExists);
+    CHECK(again.message() == "ERR item exists");
+    CHECK(db.CfInfo(0, "f")->version == version);
+    CHECK(db.CfInfo(0, "f")->cuckoo.base_capacity == 100);
+    REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
+    CHECK(db.CfReserve(0, "s", Reserve(100), settings).code() == Code::kWrongType);
+    CHECK((*db.Get(0, "s"))->value == "v");
+  }
+  SECTION("capacity 1,000,000,000 is instant and writes no pages") {
+    const auto start = std::chrono::steady_clock::now();
+    REQUIRE(db.CfReserve(0, "big", Reserve(1'000'000'000), CfSettings()).ok());
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    CHECK(elapsed < std::chrono::seconds(2));
+    CHECK(db.CfInfo(0, "big")->cuckoo.filter.base_num_buckets == (1ULL << 29));
+    CHECK(AllPages(t.engine()).empty());
+    // Reading it touches at most the two candidate pages; writing one item writes one page.
+    const uint64_t loaded = db.pages_loaded();
+    CHECK(*db.CfLookup(0, "big", {"x"}, false) == std::vector<uint64_t>{0});
+    CHECK(db.pages_loaded() - loaded <= 2);
+    REQUIRE(db.CfInsert(0, "big", {"x"}, false, true, 0, CfSettings()).ok());
+    CHECK(AllPages(t.engine()).size() == 1);
+    CHECK(*db.CfLookup(0, "big", {"x"}, false) == std::vector<uint64_t>{1});
+  }
+  SECTION("a filter over the byte limit cannot be created") {
+    auto s = db.CfReserve(0, "huge", Reserve(1ULL << 40), CfSettings());
+    CHECK(s.code() == Code::kInvalid);
+    CHECK(s.message() == "ERR Insufficient memory to create filter");
+    CHECK_FALSE(*db.Exists(0, "huge"));
+  }
+}
+
+TEST_CASE("CF.ADD, EXISTS, COUNT and DEL on one filter", "[cuckoo]") {
+  TestDb t;
+  Db& db = t.db();
+  CfSettings settings = SmallPages(64);
+  const auto items = Items::Make("item-", 0, 50);
+
+  auto added = db.CfInsert(0, "f", items.views, false, false, 0, settings);
+  REQUIRE(added.ok());
+  CHECK_FALSE(added->max_expansions);
+  REQUIRE(added->results.size() == 50);
+  for (auto r : added->results) {
+    CHECK(r == core::InsertResult::kInserted);
+  }
+  auto info = db.CfInfo(0, "f");
+  REQUIRE(info.ok());
+  CHECK(info->cuckoo.base_capacity == 1024);  // auto-created with cf-initial-size
+  CHECK(info->cuckoo.filter.base_num_buckets == 512);
+  CHECK(info->size == 50);
+  CHECK(info->cuckoo.filter.num_items == 50);
+  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(50, 1));
+  CHECK(*db.CfLookup(0, "f", items.views, true) == std::vector<uint64_t>(50, 1));
+  const auto others = Items::Make("absent-", 0, 50);
+  CHECK(*db.CfLookup(0, "f", others.views, false) == std::vector<uint64_t>(50, 0));
+
+  SECTION("adding an item twice counts it twice; NX refuses the second copy") {
+    auto again = db.CfInsert(0, "f", {"item-3"}, false, true, 0, settings);
+    REQUIRE(again.ok());
+    CHECK(again->results == std::vector<core::InsertResult>{core::InsertResult::kInserted});
+    CHECK(*db.CfLookup(0, "f", {"item-3"}, true) == std::vector<uint64_t>{2});
+    auto nx = db.CfInsert(0, "f", {"item-3", "new-item"}, true, true, 0, settings);
+    REQUIRE(nx.ok());
+    CHECK(nx->results == std::vector<core::InsertResult>{core::InsertResult::kExists,
+                                                         core::InsertResult::kInserted});
+    CHECK(*db.CfLookup(0, "f", {"item-3", "new-item"}, true) == std::vector<uint64_t>{2, 1});
+    CHECK(db.CfInfo(0, "f")->size == 52);
+  }
+  SECTION("NX of only existing items writes nothing") {
+    const auto before = AllPages(t.engine());
+    auto nx = db.CfInsert(0, "f", {"item-1", "item-2"}, true, true, 0, settings);
+    REQUIRE(nx.ok());
+    CHECK(nx->results == std::vector<core::InsertResult>(2, core::InsertResult::kExists));
+    CHECK(db.CfInfo(0, "f")->size == 50);
+    CHECK(AllPages(t.engine()).size() == before.size());
+  }
+  SECTION("DEL removes one copy") {
+    auto d = db.CfDelete(0, "f", "item-7", settings);
+    REQUIRE(d.ok());
+    CHECK(*d);
+    CHECK(*db.CfLookup(0, "f", {"item-7"}, false) == std::vector<uint64_t>{0});
+    CHECK(db.CfInfo(0, "f")->size == 49);
+    CHECK(db.CfInfo(0, "f")->cuckoo.filter.num_deletes == 1);
+    auto again = db.CfDelete(0, "f", "item-7", settings);
+    REQUIRE(again.ok());
+    CHECK_FALSE(*again);
+    CHECK(db.CfInfo(0, "f")->size == 49);
+    // The other items are untouched.
+    auto rest = *db.CfLookup(0, "f", items.views, false);
+    for (size_t i = 0; i < rest.size(); ++i) {
+      CHECK(rest[i] == (i == 7 ? 0u : 1u));
+    }
+  }
+  SECTION("deleting every item leaves no pages behind") {
+    for (auto item : items.views) {
+      REQUIRE(*db.CfDelete(0, "f", item, settings));
+    }
+    CHECK(db.CfInfo(0, "f")->size == 0);
+    CHECK(AllPages(t.engine()).empty());  // all-zero pages are deleted, not stored
+    CHECK(*db.Exists(0, "f"));
+  }
+}
+
+TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings;
+  REQUIRE(db.SetString(0, "s", "string", 0, false).ok());
+
+  SECTION("lookup answers 0 for a missing key and for another type") {
+    CHECK(*db.CfLookup(0, "missing", {"a", "b"}, false) == std::vector<uint64_t>{0, 0});
+    CHECK(*db.CfLookup(0, "s", {"a"}, true) == std::vector<uint64_t>{0});
+  }
+  SECTION("insert: no_create on a missing key is kNotFound and creates nothing") {
+    auto r = db.CfInsert(0, "missing", {"a"}, false, true, 0, settings);
+    CHECK(r.status().code() == Code::kNotFound);
+    CHECK_FALSE(*db.Exists(0, "missing"));
+  }
+  SECTION("insert into a string is kWrongType and leaves it") {
+    auto r = db.CfInsert(0, "s", {"a"}, false, false, 0, settings);
+    CHECK(r.status().code() == Code::kWrongType);
+    CHECK((*db.Get(0, "s"))->value == "string");
+    CHECK(AllPages(t.engine()).empty());
+  }
+  SECTION("delete, compact and info") {
+    CHECK(db.CfDelete(0, "missing", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfDelete(0, "s", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfCompact(0, "missing", settings).code() == Code::kNotFound);
+    CHECK(db.CfCompact(0, "s", settings).code() == Code::kNotFound);
+    CHECK(db.CfInfo(0, "missing").status().code() == Code::kNotFound);
+    CHECK(db.CfInfo(0, "s").status().code() == Code::kWrongType);
+  }
+  SECTION("an auto-created key stays even when max expansions refuses the items") {
+    CfSettings limited;
+    limited.max_expansions = 1;
+    auto r = db.CfInsert(0, "new", {"a", "b"}, false, false, 0, limited);
+    REQUIRE(r.ok());
+    CHECK(r->max_expansions);
+    CHECK(r->results.empty());
+    CHECK(*db.Exists(0, "new"));
+    CHECK(db.CfInfo(0, "new")->size == 0);
+    CHECK(*db.CfLookup(0, "new", {"a"}, false) == std::vector<uint64_t>{0});
+  }
+  SECTION("an explicit capacity sizes an auto-created filter") {
+    REQUIRE(db.CfInsert(0, "sized", {"a"}, false, false, 100000, settings).ok());
+    CHECK(db.CfInfo(0, "sized")->cuckoo.base_capacity == 100000);
+    CHECK(db.CfInfo(0, "sized")->cuckoo.filter.base_num_buckets == 65536);
+  }
+}
+
+TEST_CASE("pages are created lazily, only where buckets are written", "[cuckoo][pages]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);                   // 32 two-slot buckets per page
+  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());  // 512 buckets, 16 pages
+  const std::string prefix = FilterPrefix(db, 0, "f");
+
+  SECTION("one item writes exactly its bucket's page, with the fingerprint in place") {
+    const std::string item = "hello";
+    const auto h = core::HashItem(item);
+    const uint64_t b = core::PrimaryBucket(h.hash, 512);
+    REQUIRE(db.CfInsert(0, "f", {View(item)}, false, true, 0, settings).ok());
+    auto pages = AllPages(t.engine());
+    REQUIRE(pages.size() == 1);
+    CHECK(pages[0].key == EncodePageKey(prefix, 0, static_cast<uint32_t>(b / 32)));
+    REQUIRE(pages[0].value.size() == 64);
+    std::string want(64, '\0');
+    want[(b % 32) * 2] = static_cast<char>(h.fp);
+    CHECK(pages[0].value == want);
+  }
+  SECTION("several items write the pages of the buckets they land in, nothing else") {
+    auto items = Items::Make("lazy-", 0, 12);
+    const auto expected = PlaceWithoutKicks(items.owned, 512, 2);
+    REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, settings).ok());
+    std::map<uint32_t, std::string> want_pages;
+    for (const auto& [bucket, fps] : expected) {
+      auto& page = want_pages[static_cast<uint32_t>(bucket / 32)];
+      page.resize(64, '\0');
+      for (size_t s = 0; s < fps.size(); ++s) {
+        page[(bucket % 32) * 2 + s] = static_cast<char>(fps[s]);
+      }
+    }
+    auto pages = AllPages(t.engine());
+    REQUIRE(pages.size() == want_pages.size());
+    REQUIRE(pages.size() < 16);
+    size_t i = 0;
+    for (const auto& [page, bytes] : want_pages) {
+      INFO("page " << page);
+      CHECK(pages[i].key == EncodePageKey(prefix, 0, page));
+      CHECK(pages[i].value == bytes);
+      ++i;
+    }
+  }
+  SECTION("a page written by hand with a fingerprint in place makes the item visible") {
+    const std::string item = "planted";
+    const auto h = core::HashItem(item);
+    const uint64_t b = core::AltBucket(h.hash, h.fp, 512);  // the alternate bucket works too
+    std::string page(64, '\0');
+    page[(b % 32) * 2 + 1] = static_cast<char>(h.fp);
+    REQUIRE(t.engine()
+                .db()
+                ->Put(rocksdb::WriteOptions(), t.engine().pages_cf(),
+                      EncodePageKey(prefix, 0, static_cast<uint32_t>(b / 32)), page)
+                .ok());
+    CHECK(*db.CfLookup(0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(0, "f", {View(item)}, true) ==
+          std::vector<uint64_t>{core::PrimaryBucket(h.hash, 512) == b ? 2u : 1u});
+  }
+}
+
+TEST_CASE("a missing page reads as zeros", "[cuckoo][pages]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
+  const auto items = Items::Make("z-", 0, 100);
+  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(100, 0));
+  CHECK(*db.CfLookup(0, "f", items.views, true) == std::vector<uint64_t>(100, 0));
+  CHECK_FALSE(*db.CfDelete(0, "f", "z-1", settings));
+  CHECK(AllPages(t.engine()).empty());
+  // A filter whose pages are partly stored: the stored ones count, the missing ones are empty.
+  REQUIRE(db.CfInsert(0, "f", {"z-1"}, false, true, 0, settings).ok());
+  auto found = *db.CfLookup(0, "f", items.views, false);
+  CHECK(found[1] == 1);
+  CHECK(found[0] == 0);
+}
+
+TEST_CASE("a bucket in the short last page of a sub-filter", "[cuckoo][pages]") {
+  TestDb t;
+  Db& db = t.db();
+  // 3-slot buckets, 64-byte pages: 21 buckets (63 bytes) a page. 64 buckets: pages 0-2 are full,
+  // page 3 holds bucket 63 alone (3 bytes).
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(192, 3), settings).ok());
+  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.base_num_buckets == 64);
+  const std::string prefix = FilterPrefix(db, 0, "f");
+  const std::string last_page_key = EncodePageKey(prefix, 0, 3);
+
+  const std::string item = ItemWithPrimary(63, 64);
+  const auto h = core::HashItem(item);
+  REQUIRE(db.CfInsert(0, "f", {View(item)}, false, true, 0, settings).ok());
+  std::string value;
+  REQUIRE(t.engine()
+              .db()
+              ->Get(rocksdb::ReadOptions(), t.engine().pages_cf(), last_page_key, &value)
+              .ok());
+  CHECK(value == std::string(1, static_cast<char>(h.fp)) + std::string(2, '\0'));
+  CHECK(*db.CfLookup(0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
+
+  SECTION("filling the last bucket and beyond keeps every item visible") {
+    std::vector<std::string> more;
+    for (int i = 0; more.size() < 4; ++i) {
+      std::string it = ItemWithPrimary(63, 64, "more-" + std::to_string(i) + "-");
+      more.push_back(it);
+    }
+    std::vector<std::string_view> views(more.begin(), more.end());
+    auto r = db.CfInsert(0, "f", views, false, true, 0, settings);
+    REQUIRE(r.ok());
+    CHECK(*db.CfLookup(0, "f", views, false) == std::vector<uint64_t>(4, 1));
+    REQUIRE(t.engine()
+                .db()
+                ->Get(rocksdb::ReadOptions(), t.engine().pages_cf(), last_page_key, &value)
+                .ok());
+    CHECK(value.size() == 3);
+    CHECK(value.find('\0') == std::string::npos);  // bucket 63 is full
+    for (const auto& p : AllPages(t.engine())) {
+      PageKeyParts parts;
+      REQUIRE(DecodePageKey(p.key, &parts));
+      CHECK(p.value.size() == (parts.page == 3 ? 3u : 63u));
+    }
+  }
+  SECTION("a full-length value in the short page's place is corruption") {
+    REQUIRE(t.engine()
+                .db()
+                ->Put(rocksdb::WriteOptions(), t.engine().pages_cf(), last_page_key,
+                      std::string(63, '\x01'))
+                .ok());
+    CHECK(db.CfLookup(0, "f", {View(item)}, false).status().code() == Code::kCorruption);
+  }
+}
+
+TEST_CASE("a page of the wrong length is corruption and the command writes nothing",
+          "[cuckoo][pages]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
+  const std::string prefix = FilterPrefix(db, 0, "f");
+  // "good" has both candidate buckets on clean pages; "bad" has its primary bucket on the page
+  // that gets corrupted (page 15), and its alternate elsewhere.
+  auto alt_page = [](const std::string& item) {
+    auto h = core::HashItem(item);
+    return core::AltBucket(h.hash, h.fp, 512) / 32;
+  };
+  std::string good;
+  for (int i = 0; good.empty() || alt_page(good) == 15; ++i) {
+    good = ItemWithPrimary(0, 512, "good-" + std::to_string(i) + "-");
+  }
+  std::string bad;
+  for (int i = 0; bad.empty() || alt_page(bad) == 15; ++i) {
+    bad = ItemWithPrimary(500, 512, "bad-" + std::to_string(i) + "-");
+  }
+  REQUIRE(db.CfInsert(0, "f", {View(good)}, false, true, 0, settings).ok());
+  const std::string corrupt_key = EncodePageKey(prefix, 0, 500 / 32);
+  const std::string corrupt_value =
+      GENERATE(std::string(5, '\x07'), std::string(65, '\x07'), std::string());
+  REQUIRE(t.engine()
+              .db()
+              ->Put(rocksdb::WriteOptions(), t.engine().pages_cf(), corrupt_key, corrupt_value)
+              .ok());
+  const auto pages_before = AllPages(t.engine());
+  const auto meta_before = RawMeta(t.engine(), 0, "f");
+
+  auto unchanged = [&] {
+    const auto pages_after = AllPages(t.engine());
+    REQUIRE(pages_after.size() == pages_before.size());
+    for (size_t i = 0; i < pages_after.size(); ++i) {
+      CHECK(pages_after[i].key == pages_before[i].key);
+      CHECK(pages_after[i].value == pages_before[i].value);
+    }
+    CHECK(RawMeta(t.engine(), 0, "f") == meta_before);
+  };
+
+  SECTION("lookup and count") {
+    auto r = db.CfLookup(0, "f", {View(bad)}, false);
+    CHECK(r.status().code() == Code::kCorruption);
+    CHECK(r.status().message().find("corrupt page") != std::string::npos);
+    CHECK(db.CfLookup(0, "f", {View(good), View(bad)}, true).status().code() == Code::kCorruption);
+  }
+  SECTION("insert, also when an earlier item of the command was fine") {
+    CHECK(db.CfInsert(0, "f", {View(bad)}, false, true, 0, settings).status().code() ==
+          Code::kCorruption);
+    unchanged();
+    CHECK(db.CfInsert(0, "f", {"fresh", View(bad)}, false, true, 0, settings).status().code() ==
+          Code::kCorruption);
+    unchanged();
+    CHECK(*db.CfLookup(0, "f", {"fresh"}, false) == std::vector<uint64_t>{0});
+  }
+  SECTION("delete") {
+    CHECK(db.CfDelete(0, "f", bad, settings).status().code() == Code::kCorruption);
+    unchanged();
+  }
+  SECTION("scandump") {
+    CHECK(db.CfScanDump(0, "f", 1).status().code() == Code::kCorruption);
+  }
+  SECTION("items on clean pages still work") {
+    CHECK(*db.CfLookup(0, "f", {View(good)}, false) == std::vector<uint64_t>{1});
+  }
+}
+
+TEST_CASE("a re-created key gets a new version and does not see the old items", "[cuckoo]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  const auto items = Items::Make("old-", 0, 30);
+  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
+  const uint64_t v1 = db.CfInfo(0, "f")->version;
+  const std::string old_prefix = FilterPrefix(db, 0, "f");
+  const size_t old_pages = PagesWithPrefix(t.engine(), old_prefix).size();
+  REQUIRE(old_pages > 0);
+  REQUIRE(*db.Delete(0, "f"));
+  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+
+  SECTION("by RESERVE") {
+    REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+  }
+  SECTION("by auto-creating ADD") {
+    REQUIRE(db.CfInsert(0, "f", {"new"}, false, false, 1000, settings).ok());
+    CHECK(*db.CfLookup(0, "f", {"new"}, false) == std::vector<uint64_t>{1});
+  }
+  SECTION("after the old filter expired") {
+    REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
+    const std::string second_prefix = FilterPrefix(db, 0, "f");
+    REQUIRE(*db.SetExpire(0, "f", NowMs() - 1));
+    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+    CHECK(db.CfInsert(0, "f", {"x"}, false, true, 0, settings).status().code() == Code::kNotFound);
+    CHECK(db.CfInfo(0, "f").status().code() == Code::kNotFound);
+    REQUIRE(db.CfInsert(0, "f", {"new"}, false, false, 1000, settings).ok());
+    CHECK(FilterPrefix(db, 0, "f") != second_prefix);
+    CHECK(db.CfInfo(0, "f")->expire_ms == 0);
+  }
+  SECTION("after an overwrite by a string and a DEL") {
+    REQUIRE(db.SetString(0, "f", "x", 0, false).ok());
+    REQUIRE(*db.Delete(0, "f"));
+    REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+  }
+  const uint64_t v2 = db.CfInfo(0, "f")->version;
+  CHECK(v2 > v1);
+  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+  CHECK(db.CfInfo(0, "f")->size <= 1);
+  // DEL touched only metadata: the old version's pages are still stored until compaction.
+  CHECK(PagesWithPrefix(t.engine(), old_prefix).size() == old_pages);
+}
+
+TEST_CASE("CF.COMPACT after many deletes reduces the sub-filters", "[cuckoo]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  // 32 buckets x 2 slots a sub-filter, expansion 1: 600 items need many sub-filters.
+  REQUIRE(db.CfReserve(0, "f", Reserve(64, 2, 1), settings).ok());
+  const auto items = Items::Make("c-", 0, 600);
+  auto r = db.CfInsert(0, "f", items.views, false, true, 0, settings);
+  REQUIRE(r.ok());
+  for (auto res : r->results) {
+    REQUIRE(res == core::InsertResult::kInserted);
+  }
+  const uint32_t grown = db.CfInfo(0, "f")->cuckoo.filter.num_filters;
+  REQUIRE(grown > 5);
+
+  // Delete all but the first 40.
+  for (size_t i = 40; i < items.views.size(); ++i) {
+    auto d = db.CfDelete(0, "f", items.views[i], settings);
+    REQUIRE(d.ok());
+    REQUIRE(*d);
+  }
+  const uint32_t before_compact = db.CfInfo(0, "f")->cuckoo.filter.num_filters;
+  REQUIRE(db.CfCompact(0, "f", settings).ok());
+  auto info = db.CfInfo(0, "f");
+  REQUIRE(info.ok());
+  const auto& f = info->cuckoo.filter;
+  CHECK(f.num_filters < grown);
+  CHECK(f.num_filters <= before_compact);
+  CHECK(f.num_filters <= 2);  // 40 items fit in one or two 64-slot sub-filters
+  CHECK(f.num_deletes == 0);
+  CHECK(info->size == 40);
+  std::vector<std::string_view> kept(items.views.begin(), items.views.begin() + 40);
+  CHECK(*db.CfLookup(0, "f", kept, false) == std::vector<uint64_t>(40, 1));
+  // Pages of freed sub-filters were emptied, hence deleted; stored slots equal num_items.
+  uint64_t non_empty = 0;
+  for (const auto& p : AllPages(t.engine())) {
+    PageKeyParts parts;
+    REQUIRE(DecodePageKey(p.key, &parts));
+    CHECK(parts.filter < f.num_filters);
+    for (char c : p.value) {
+      non_empty += c != 0 ? 1 : 0;
+    }
+  }
+  CHECK(non_empty == 40);
+
+  SECTION("the filter grows again into fresh sub-filters afterwards") {
+    const auto again = Items::Make("again-", 0, 300);
+    REQUIRE(db.CfInsert(0, "f", again.views, false, true, 0, settings).ok());
+    CHECK(*db.CfLookup(0, "f", again.views, false) == std::vector<uint64_t>(300, 1));
+    CHECK(*db.CfLookup(0, "f", kept, false) == std::vector<uint64_t>(40, 1));
+    CHECK(db.CfInfo(0, "f")->size == 340);
+  }
+}
+
+TEST_CASE("RENAME of a filter keeps its items", "[cuckoo][rename]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  const auto items = Items::Make("r-", 0, 40);
+  REQUIRE(db.CfInsert(0, "a", items.views, false, false, 500, settings).ok());
+  const uint64_t version = db.CfInfo(0, "a")->version;
+  const size_t pages = AllPages(t.engine()).size();
+
+  REQUIRE(*db.Rename(0, "a", "b", false));
+  CHECK_FALSE(*db.Exists(0, "a"));
+  CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
+  CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+  auto info = db.CfInfo(0, "b");
+  REQUIRE(info.ok());
+  CHECK(info->version == version);
+  CHECK(info->cuckoo.owner == "a");
+  CHECK(info->size == 40);
+  // O(1): no page was copied.
+  CHECK(AllPages(t.engine()).size() == pages);
+
+  SECTION("the renamed filter takes new items and deletes") {
+    REQUIRE(db.CfInsert(0, "b", {"after"}, false, true, 0, settings).ok());
+    REQUIRE(*db.CfDelete(0, "b", "r-0", settings));
+    CHECK(*db.CfLookup(0, "b", {"after", "r-0", "r-1"}, false) == std::vector<uint64_t>{1, 0, 1});
+  }
+  SECTION("rename back clears the owner") {
+    REQUIRE(*db.Rename(0, "b", "a", false));
+    CHECK(db.CfInfo(0, "a")->cuckoo.owner.empty());
+    CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK_FALSE(*db.Exists(0, "b"));
+  }
+  SECTION("a chain of renames keeps the original owner") {
+    REQUIRE(*db.Rename(0, "b", "c", false));
+    CHECK(db.CfInfo(0, "c")->cuckoo.owner == "a");
+    CHECK(*db.CfLookup(0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
+  }
+  SECTION("rename over an existing filter replaces it") {
+    const auto other = Items::Make("other-", 0, 40);
+    REQUIRE(db.CfInsert(0, "c", other.views, false, false, 500, settings).ok());
+    REQUIRE(*db.Rename(0, "b", "c", false));
+    CHECK(*db.CfLookup(0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK(*db.CfLookup(0, "c", other.views, false) == std::vector<uint64_t>(40, 0));
+    CHECK(db.CfInfo(0, "c")->version == version);
+  }
+  SECTION("a new filter under the old name is independent") {
+    REQUIRE(db.CfInsert(0, "a", {"fresh"}, false, false, 500, settings).ok());
+    CHECK(db.CfInfo(0, "a")->version != version);
+    CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
+    CHECK(*db.CfLookup(0, "a", {"fresh"}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(0, "b", {"fresh"}, false) == std::vector<uint64_t>{0});
+    CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+    SECTION("and renaming the old filter back over it restores the old items") {
+      REQUIRE(*db.Rename(0, "b", "a", false));
+      CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
+      CHECK(*db.CfLookup(0, "a", {"fresh"}, false) == std::vector<uint64_t>{0});
+    }
+  }
+  SECTION("RENAMENX onto a filter refuses") {
+    REQUIRE(db.CfReserve(0, "d", Reserve(100), settings).ok());
+    CHECK_FALSE(*db.Rename(0, "b", "d", true));
+    CHECK(db.CfInfo(0, "d")->size == 0);
+    CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+  }
+}
+
+TEST_CASE("filters survive closing and reopening the engine", "[cuckoo][restart]") {
+  TestDb t;
+  const CfSettings settings = SmallPages(128);
+  const auto items = Items::Make("p-", 0, 200);
+  REQUIRE(t.db().CfInsert(0, "f", items.views, false, false, 100, settings).ok());
+  REQUIRE(t.db().CfInsert(2, "g", {"x"}, false, false, 100, settings).ok());
+  REQUIRE(*t.db().Rename(2, "g", "h", false));
+  REQUIRE(t.db().SetString(0, "s", "value", NowMs() + 3'600'000, false).ok());
+  const Metadata before = *t.db().CfInfo(0, "f");
+  const uint64_t expire = (*t.db().Get(0, "s"))->expire_ms;
+  REQUIRE(before.cuckoo.filter.num_filters > 1);
+
+  t.Reopen();
+  Db& db = t.db();
+  const Metadata after = *db.CfInfo(0, "f");
+  CHECK(EncodeMetadata(after) == EncodeMetadata(before));
+  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(200, 1));
+  CHECK(*db.CfLookup(2, "h", {"x"}, false) == std::vector<uint64_t>{1});
+  CHECK((*db.Get(0, "s"))->value == "value");
+  CHECK((*db.Get(0, "s"))->expire_ms == expire);
+  // And the reopened database keeps working.
+  REQUIRE(db.CfInsert(0, "f", {"later"}, false, true, 0, settings).ok());
+  CHECK(*db.CfLookup(0, "f", {"later"}, false) == std::vector<uint64_t>{1});
+}

@@ -1,0 +1,464 @@
+// The generic keyspace of Db (storage/keyspace.cc): strings, existence, deletion, expiry, RENAME,
+// FLUSHDB/FLUSHALL, DBSIZE, SCAN, KEYS and glob matching.
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace cuckood::storage;
+using namespace cuckood::storage::testing;
+
+namespace {
+
+std::vector<std::string> Sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+// Walks a whole SCAN and returns how often each key was reported.
+std::map<std::string, int> ScanAll(Db& db, uint16_t ns, std::string_view pattern, uint64_t count,
+                                   std::string_view type, int* calls = nullptr) {
+  std::map<std::string, int> seen;
+  uint64_t cursor = 0;
+  int n = 0;
+  do {
+    auto page = db.Scan(ns, cursor, pattern, count, type);
+    REQUIRE(page.ok());
+    CHECK(page->keys.size() <= std::max<uint64_t>(count, 1));
+    for (const auto& k : page->keys) {
+      seen[k]++;
+    }
+    cursor = page->cursor;
+    REQUIRE(++n < 100000);
+  } while (cursor != 0);
+  if (calls != nullptr) {
+    *calls = n;
+  }
+  return seen;
+}
+
+}  // namespace
+
+TEST_CASE("strings: SET, GET, EXISTS and DEL", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  auto missing = db.Get(0, "k");
+  REQUIRE(missing.ok());
+  CHECK_FALSE(missing->has_value());
+  CHECK_FALSE(*db.Exists(0, "k"));
+
+  REQUIRE(db.SetString(0, "k", std::string("v\0x", 3), 0, false).ok());
+  auto got = db.Get(0, "k");
+  REQUIRE(got.ok());
+  REQUIRE(got->has_value());
+  CHECK((*got)->type == KeyType::kString);
+  CHECK((*got)->value == std::string("v\0x", 3));
+  CHECK((*got)->expire_ms == 0);
+  CHECK(*db.Exists(0, "k"));
+
+  SECTION("namespaces are separate") {
+    CHECK_FALSE(*db.Exists(1, "k"));
+    REQUIRE(db.SetString(1, "k", "other", 0, false).ok());
+    CHECK((*db.Get(0, "k"))->value == std::string("v\0x", 3));
+    CHECK((*db.Get(1, "k"))->value == "other");
+  }
+  SECTION("overwrite replaces the value") {
+    REQUIRE(db.SetString(0, "k", "new", 0, false).ok());
+    CHECK((*db.Get(0, "k"))->value == "new");
+  }
+  SECTION("DEL removes the key once") {
+    auto d = db.Delete(0, "k");
+    REQUIRE(d.ok());
+    CHECK(*d);
+    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK_FALSE(RawMeta(t.engine(), 0, "k").has_value());
+    auto again = db.Delete(0, "k");
+    REQUIRE(again.ok());
+    CHECK_FALSE(*again);
+  }
+  SECTION("the empty key is a key") {
+    REQUIRE(db.SetString(0, "", "e", 0, false).ok());
+    CHECK(*db.Exists(0, ""));
+    CHECK(*db.DbSize(0) == 2);
+  }
+}
+
+TEST_CASE("expiry: an expired key reads as absent everywhere", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  REQUIRE(db.SetString(0, "k", "v", 0, false).ok());
+  REQUIRE(db.SetString(0, "other", "v", 0, false).ok());
+
+  SECTION("SetExpire in the future keeps the key and records the time") {
+    const uint64_t at = NowMs() + 3'600'000;
+    auto r = db.SetExpire(0, "k", at);
+    REQUIRE(r.ok());
+    CHECK(*r);
+    CHECK((*db.Get(0, "k"))->expire_ms == at);
+    CHECK(*db.Exists(0, "k"));
+    CHECK(*db.DbSize(0) == 2);
+    SECTION("SetExpire 0 persists it") {
+      REQUIRE(*db.SetExpire(0, "k", 0));
+      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+    }
+    SECTION("SET with keep_ttl keeps the expiry; without it clears it") {
+      REQUIRE(db.SetString(0, "k", "v2", 0, true).ok());
+      CHECK((*db.Get(0, "k"))->expire_ms == at);
+      CHECK((*db.Get(0, "k"))->value == "v2");
+      REQUIRE(db.SetString(0, "k", "v3", 0, false).ok());
+      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+    }
+  }
+  SECTION("an expiry in the past hides the key, though the record is still stored") {
+    REQUIRE(*db.SetExpire(0, "k", NowMs() - 1));
+    CHECK_FALSE(db.Get(0, "k")->has_value());
+    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK(*db.DbSize(0) == 1);
+    CHECK(*db.Keys(0, "*") == std::vector<std::string>{"other"});
+    CHECK(ScanAll(db, 0, "", 10, "") == std::map<std::string, int>{{"other", 1}});
+    CHECK_FALSE(*db.Delete(0, "k"));  // nothing to delete
+    CHECK_FALSE(*db.SetExpire(0, "k", 0));
+    CHECK(db.Rename(0, "k", "k2", false).status().code() == Code::kNotFound);
+    CHECK(RawMeta(t.engine(), 0, "k").has_value());
+    SECTION("SET revives the name as a new key") {
+      REQUIRE(db.SetString(0, "k", "fresh", 0, true).ok());
+      CHECK((*db.Get(0, "k"))->value == "fresh");
+      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+    }
+  }
+  SECTION("SetExpire of a missing key is false") {
+    auto r = db.SetExpire(0, "nope", NowMs() + 1000);
+    REQUIRE(r.ok());
+    CHECK_FALSE(*r);
+    CHECK_FALSE(*db.Exists(0, "nope"));
+  }
+  SECTION("Expire deletes now") {
+    REQUIRE(*db.Expire(0, "k"));
+    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK_FALSE(RawMeta(t.engine(), 0, "k").has_value());
+  }
+}
+
+TEST_CASE("RENAME of strings", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  REQUIRE(db.SetString(0, "a", "va", 12345 + NowMs(), false).ok());
+  REQUIRE(db.SetString(0, "b", "vb", 0, false).ok());
+
+  SECTION("moves the value and the expiry") {
+    const uint64_t expire = (*db.Get(0, "a"))->expire_ms;
+    auto r = db.Rename(0, "a", "c", false);
+    REQUIRE(r.ok());
+    CHECK(*r);
+    CHECK_FALSE(*db.Exists(0, "a"));
+    CHECK((*db.Get(0, "c"))->value == "va");
+    CHECK((*db.Get(0, "c"))->expire_ms == expire);
+  }
+  SECTION("overwrites an existing destination") {
+    REQUIRE(*db.Rename(0, "a", "b", false));
+    CHECK((*db.Get(0, "b"))->value == "va");
+    CHECK(*db.DbSize(0) == 1);
+  }
+  SECTION("NX refuses an existing destination and changes nothing") {
+    auto r = db.Rename(0, "a", "b", true);
+    REQUIRE(r.ok());
+    CHECK_FALSE(*r);
+    CHECK((*db.Get(0, "a"))->value == "va");
+    CHECK((*db.Get(0, "b"))->value == "vb");
+  }
+  SECTION("NX to a free name renames") {
+    REQUIRE(*db.Rename(0, "a", "z", true));
+    CHECK((*db.Get(0, "z"))->value == "va");
+  }
+  SECTION("a missing source is kNotFound") {
+    auto r = db.Rename(0, "missing", "x", false);
+    CHECK(r.status().code() == Code::kNotFound);
+    CHECK_FALSE(*db.Exists(0, "x"));
+  }
+  SECTION("renaming a key to itself keeps it (NX answers false)") {
+    CHECK(*db.Rename(0, "a", "a", false));
+    CHECK_FALSE(*db.Rename(0, "a", "a", true));
+    CHECK((*db.Get(0, "a"))->value == "va");
+  }
+}
+
+TEST_CASE("FLUSHDB clears one namespace, FLUSHALL every one", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  CfSettings settings = SmallPages();
+  const auto items = Items::Make("item", 0, 20);
+  for (uint16_t ns : {0, 1, 2, 0xffff}) {
+    REQUIRE(db.SetString(ns, "s", "v", 0, false).ok());
+    REQUIRE(db.SetString(ns, "s2", "v", 0, false).ok());
+    REQUIRE(db.CfInsert(ns, "f", items.views, false, false, 1000, settings).ok());
+  }
+  // A renamed filter (alias record in the default CF) in namespace 1.
+  REQUIRE(*db.Rename(1, "f", "g", false));
+  const size_t pages_per_ns = AllPages(t.engine()).size() / 4;
+  REQUIRE(pages_per_ns > 0);
+
+  SECTION("FLUSHDB") {
+    for (uint16_t ns : {1, 0xffff}) {
+      REQUIRE(db.FlushDb(ns).ok());
+      CHECK(*db.DbSize(ns) == 0);
+      CHECK(db.Keys(ns, "*")->empty());
+      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
+    }
+    CHECK(*db.CfLookup(1, "g", items.views, false) == std::vector<uint64_t>(20, 0));
+    for (uint16_t ns : {0, 2}) {
+      CHECK(*db.DbSize(ns) == 3);
+      CHECK(Sorted(*db.Keys(ns, "*")) == std::vector<std::string>{"f", "s", "s2"});
+      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+    }
+    CHECK(AllPages(t.engine()).size() == 2 * pages_per_ns);
+    for (const auto& p : AllPages(t.engine())) {
+      PageKeyParts parts;
+      REQUIRE(DecodePageKey(p.key, &parts));
+      CHECK((parts.ns == 0 || parts.ns == 2));
+    }
+    // The alias of namespace 1 is gone; nothing else in the default CF was touched.
+    for (const auto& r : AllRecords(t.engine(), t.engine().default_cf())) {
+      CHECK(r.key[0] != kAliasPrefix);
+    }
+    CHECK(RawMeta(t.engine(), 0, "s").has_value());
+  }
+  SECTION("FLUSHALL") {
+    const uint64_t before = *t.engine().NewVersion();
+    REQUIRE(db.FlushAll().ok());
+    for (uint16_t ns : {0, 1, 2, 0xffff}) {
+      CHECK(*db.DbSize(ns) == 0);
+      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
+    }
+    CHECK(AllPages(t.engine()).empty());
+    CHECK(AllRecords(t.engine(), t.engine().metadata_cf()).empty());
+    // The version high-water mark survives: a new filter never reuses an old version.
+    REQUIRE(db.CfReserve(0, "f", Reserve(100), settings).ok());
+    CHECK(db.CfInfo(0, "f")->version > before);
+  }
+}
+
+TEST_CASE("DBSIZE counts live keys of one namespace", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  CHECK(*db.DbSize(0) == 0);
+  for (int i = 0; i < 25; ++i) {
+    REQUIRE(db.SetString(0, "k" + std::to_string(i), "v", 0, false).ok());
+  }
+  REQUIRE(db.CfReserve(0, "filter", Reserve(100), CfSettings()).ok());
+  REQUIRE(db.SetString(3, "elsewhere", "v", 0, false).ok());
+  CHECK(*db.DbSize(0) == 26);
+  CHECK(*db.DbSize(3) == 1);
+  CHECK(*db.DbSize(2) == 0);
+  REQUIRE(*db.Delete(0, "k3"));
+  REQUIRE(*db.SetExpire(0, "k4", NowMs() - 10));
+  CHECK(*db.DbSize(0) == 24);
+}
+
+TEST_CASE("SCAN visits every key exactly once when nothing changes", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  std::set<std::string> strings;
+  std::set<std::string> filters;
+  for (int i = 0; i < 300; ++i) {
+    const std::string k = "key:" + std::to_string(i);
+    REQUIRE(db.SetString(0, k, "v", 0, false).ok());
+    strings.insert(k);
+  }
+  for (int i = 0; i < 40; ++i) {
+    const std::string k = "cf:" + std::to_string(i);
+    REQUIRE(db.CfReserve(0, k, Reserve(64), CfSettings()).ok());
+    filters.insert(k);
+  }
+  REQUIRE(db.SetString(1, "key:other-ns", "v", 0, false).ok());
+
+  SECTION("all keys, with small and large COUNT") {
+    for (uint64_t count : {1, 7, 10, 339, 340, 1000}) {
+      INFO("COUNT " << count);
+      int calls = 0;
+      auto seen = ScanAll(db, 0, "", count, "", &calls);
+      CHECK(seen.size() == 340);
+      for (const auto& [k, n] : seen) {
+        INFO(k);
+        CHECK(n == 1);
+        CHECK((strings.count(k) + filters.count(k)) == 1);
+      }
+      if (count >= 340) {
+        CHECK(calls == 1);
+      } else {
+        CHECK(calls >= static_cast<int>(340 / count));
+      }
+    }
+  }
+  SECTION("COUNT 0 still makes progress") {
+    auto seen = ScanAll(db, 0, "", 0, "");
+    CHECK(seen.size() == 340);
+  }
+  SECTION("MATCH filters by glob") {
+    auto seen = ScanAll(db, 0, "key:1?", 7, "");
+    std::map<std::string, int> want;
+    for (int i = 10; i < 20; ++i) {
+      want["key:" + std::to_string(i)] = 1;
+    }
+    CHECK(seen == want);
+  }
+  SECTION("TYPE filters by type name, case-insensitively") {
+    auto cf = ScanAll(db, 0, "", 9, "MBbloomCF");
+    CHECK(cf.size() == 40);
+    for (const auto& [k, n] : cf) {
+      CHECK(filters.count(k) == 1);
+    }
+    CHECK(ScanAll(db, 0, "", 9, "mbbloomcf").size() == 40);
+    auto str = ScanAll(db, 0, "", 9, "string");
+    CHECK(str.size() == 300);
+    CHECK(ScanAll(db, 0, "", 9, "hash").empty());
+  }
+  SECTION("MATCH and TYPE together") {
+    auto seen = ScanAll(db, 0, "cf:3*", 5, "MBbloomCF");
+    CHECK(seen.size() == 11);  // cf:3, cf:30 .. cf:39
+    CHECK(ScanAll(db, 0, "cf:3*", 5, "string").empty());
+  }
+  SECTION("another namespace is scanned on its own") {
+    CHECK(ScanAll(db, 1, "", 3, "") == std::map<std::string, int>{{"key:other-ns", 1}});
+    CHECK(ScanAll(db, 2, "", 3, "").empty());
+  }
+  SECTION("a cursor of another namespace never yields that namespace's keys") {
+    auto first = db.Scan(0, 0, "", 5, "");
+    REQUIRE(first.ok());
+    REQUIRE(first->cursor != 0);
+    auto page = db.Scan(1, first->cursor, "", 1000, "");
+    REQUIRE(page.ok());
+    CHECK(page->keys == std::vector<std::string>{"key:other-ns"});
+    CHECK(page->cursor == 0);
+  }
+  SECTION("an unknown cursor restarts rather than skipping keys") {
+    auto page = db.Scan(0, 987654321, "", 1000, "");
+    REQUIRE(page.ok());
+    CHECK(page->keys.size() == 340);
+    CHECK(page->cursor == 0);
+  }
+}
+
+TEST_CASE("KEYS returns the live keys matching a glob", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  for (const char* k : {"hello", "hallo", "hxllo", "hllo", "heeeello", "other"}) {
+    REQUIRE(db.SetString(0, k, "v", 0, false).ok());
+  }
+  REQUIRE(db.SetString(1, "hello", "v", 0, false).ok());
+  CHECK(Sorted(*db.Keys(0, "h?llo")) == std::vector<std::string>{"hallo", "hello", "hxllo"});
+  CHECK(Sorted(*db.Keys(0, "h*llo")) ==
+        std::vector<std::string>{"hallo", "heeeello", "hello", "hllo", "hxllo"});
+  CHECK(Sorted(*db.Keys(0, "h[ae]llo")) == std::vector<std::string>{"hallo", "hello"});
+  CHECK(Sorted(*db.Keys(0, "h[^e]llo")) == std::vector<std::string>{"hallo", "hxllo"});
+  CHECK(Sorted(*db.Keys(0, "h[a-b]llo")) == std::vector<std::string>{"hallo"});
+  CHECK(db.Keys(0, "*")->size() == 6);
+  CHECK(db.Keys(0, "nomatch*")->empty());
+  CHECK(*db.Keys(1, "*") == std::vector<std::string>{"hello"});
+}
+
+TEST_CASE("GlobMatch follows Redis's stringmatchlen", "[keyspace]") {
+  SECTION("*") {
+    CHECK(GlobMatch("*", ""));
+    CHECK(GlobMatch("*", "anything"));
+    CHECK(GlobMatch("a*", "a"));
+    CHECK(GlobMatch("a*", "abc"));
+    CHECK_FALSE(GlobMatch("a*", "ba"));
+    CHECK(GlobMatch("*c", "abc"));
+    CHECK_FALSE(GlobMatch("*c", "abcd"));
+    CHECK(GlobMatch("a*b*c", "axxbyyc"));
+    CHECK_FALSE(GlobMatch("a*b*c", "axxcyyb"));
+    CHECK(GlobMatch("a**b", "ab"));
+    CHECK(GlobMatch("*a*", "bab"));
+  }
+  SECTION("?") {
+    CHECK(GlobMatch("a?c", "abc"));
+    CHECK_FALSE(GlobMatch("a?c", "ac"));
+    CHECK_FALSE(GlobMatch("a?c", "abbc"));
+    CHECK(GlobMatch("???", "xyz"));
+    CHECK_FALSE(GlobMatch("?", ""));
+  }
+  SECTION("[...] sets and ranges") {
+    CHECK(GlobMatch("[a-c]x", "bx"));
+    CHECK(GlobMatch("[a-c]x", "ax"));
+    CHECK(GlobMatch("[a-c]x", "cx"));
+    CHECK_FALSE(GlobMatch("[a-c]x", "dx"));
+    CHECK(GlobMatch("[c-a]", "b"));  // reversed ranges are swapped, as in Redis
+    CHECK(GlobMatch("[abc]", "c"));
+    CHECK_FALSE(GlobMatch("[abc]", "d"));
+    CHECK_FALSE(GlobMatch("[abc]", ""));
+    CHECK(GlobMatch("[a-c0-9]", "5"));
+  }
+  SECTION("[^...] negation") {
+    CHECK(GlobMatch("[^a]", "b"));
+    CHECK_FALSE(GlobMatch("[^a]", "a"));
+    CHECK_FALSE(GlobMatch("[^a-z]", "q"));
+    CHECK(GlobMatch("[^a-z]", "Q"));
+    CHECK_FALSE(GlobMatch("[^a]", ""));
+  }
+  SECTION("backslash escapes") {
+    CHECK(GlobMatch("\\*", "*"));
+    CHECK_FALSE(GlobMatch("\\*", "a"));
+    CHECK(GlobMatch("a\\?", "a?"));
+    CHECK_FALSE(GlobMatch("a\\?", "ab"));
+    CHECK(GlobMatch("\\[a\\]", "[a]"));
+    CHECK(GlobMatch("[\\]]", "]"));
+    CHECK(GlobMatch("[\\^]", "^"));
+    CHECK_FALSE(GlobMatch("[\\^]", "a"));
+  }
+  SECTION("literal text and case") {
+    CHECK(GlobMatch("abc", "abc"));
+    CHECK_FALSE(GlobMatch("abc", "abcd"));
+    CHECK_FALSE(GlobMatch("abc", "ABC"));
+    CHECK(GlobMatch("abc", "ABC", true));
+    CHECK(GlobMatch("[A-C]x", "bX", true));
+    CHECK(GlobMatch("", ""));
+    CHECK_FALSE(GlobMatch("", "a"));
+  }
+  SECTION("binary text") {
+    CHECK(GlobMatch("a*", std::string("a\0b", 3)));
+    CHECK(GlobMatch(std::string("a\0?", 3), std::string("a\0b", 3)));
+  }
+}
+
+TEST_CASE("RANDOMKEY picks a live key of the namespace", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  auto none = db.RandomKey(0);
+  REQUIRE(none.ok());
+  CHECK_FALSE(none->has_value());
+  REQUIRE(db.SetString(0, "a", "v", 0, false).ok());
+  REQUIRE(db.SetString(0, "b", "v", 0, false).ok());
+  REQUIRE(db.SetString(0, "gone", "v", NowMs() - 1, false).ok());
+  REQUIRE(db.SetString(1, "c", "v", 0, false).ok());
+  std::set<std::string> seen;
+  for (int i = 0; i < 200; ++i) {
+    auto k = db.RandomKey(0);
+    REQUIRE(k.ok());
+    REQUIRE(k->has_value());
+    seen.insert(**k);
+  }
+  CHECK(seen == std::set<std::string>{"a", "b"});
+}
+
+TEST_CASE("DiskUsage covers a key's metadata and pages", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  CHECK(db.DiskUsage(0, "missing").status().code() == Code::kNotFound);
+  REQUIRE(db.SetString(0, "s", std::string(100, 'x'), 0, false).ok());
+  auto s = db.DiskUsage(0, "s");
+  REQUIRE(s.ok());
+  CHECK(*s >= 100);
+  const auto items = Items::Make("du-", 0, 2000);
+  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 4000, SmallPages(64)).ok());
+  REQUIRE(t.engine().Flush().ok());
+  auto f = db.DiskUsage(0, "f");
+  REQUIRE(f.ok());
+  // 2000 one-byte fingerprints spread over 64-byte pages: well over a kilobyte on disk.
+  CHECK(*f > 2000);
+  REQUIRE(*db.Rename(0, "f", "g", false));
+  CHECK(*db.DiskUsage(0, "g") > 2000);
+}
