@@ -13,10 +13,16 @@ void CommandTable::Add(CommandSpec spec) {
 }
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
-  if (name.size() > 64) {
+  // Lower-case into a stack buffer: no allocation on the command path.
+  char buf[64];
+  if (name.size() > sizeof(buf)) {
     return nullptr;
   }
-  auto it = by_name_.find(ToLower(name));
+  for (size_t i = 0; i < name.size(); ++i) {
+    char c = name[i];
+    buf[i] = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  }
+  auto it = by_name_.find(std::string_view(buf, name.size()));
   return it == by_name_.end() ? nullptr : it->second;
 }
 

@@ -23,15 +23,17 @@ enum CommandFlag : uint32_t {
   kFast = 1 << 2,
   kDenyOom = 1 << 3,
   kAdmin = 1 << 4,
-  kNoAuth = 1 << 5,     // allowed before AUTH
-  kNoMulti = 1 << 6,    // runs at once inside MULTI (EXEC, DISCARD, MULTI, WATCH, ...)
-  kLockAll = 1 << 7,    // takes every key stripe (FLUSHDB, FLUSHALL)
+  kNoAuth = 1 << 5,   // allowed before AUTH
+  kNoMulti = 1 << 6,  // runs at once inside MULTI (EXEC, DISCARD, MULTI, WATCH, ...)
+  kLockAll = 1 << 7,  // takes every key stripe (FLUSHDB, FLUSHALL)
   kNoScript = 1 << 8,
   kLoading = 1 << 9,
   kStale = 1 << 10,
   kPubSub = 1 << 11,
   kSkipSlowlog = 1 << 12,
-  kNoWatchBump = 1 << 13,  // a "write" that never modifies data seen by WATCH
+  kNoWatchBump = 1 << 13,   // a "write" that never modifies data seen by WATCH
+  kBackground = 1 << 14,    // may run long: executed off the io thread (the connection waits)
+  kHandlerArity = 1 << 15,  // inside MULTI, queued without an arity check (checked at EXEC)
 };
 
 using Argv = std::vector<std::string_view>;
@@ -80,8 +82,12 @@ class CommandTable {
   const std::vector<const CommandSpec*>& all() const { return order_; }
 
  private:
+  struct NameHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
   std::vector<std::unique_ptr<CommandSpec>> storage_;
-  std::unordered_map<std::string, const CommandSpec*> by_name_;
+  std::unordered_map<std::string, const CommandSpec*, NameHash, std::equal_to<>> by_name_;
   std::vector<const CommandSpec*> order_;
 };
 

@@ -28,7 +28,9 @@ Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id
   resp::ParserLimits limits;
   limits.max_bulk_len = cfg.proto_max_bulk_len;
   limits.query_buffer_limit = cfg.client_query_buffer_limit;
+  limits.unauthenticated = !cfg.requirepass.empty();
   parser_.set_limits(limits);
+  limits_ = limits;
   client_.id = id;
   client_.authenticated = cfg.requirepass.empty();
   asio::error_code ec;
@@ -127,7 +129,7 @@ void Connection::ProcessInput() {
   std::vector<std::string_view> argv;
   resp::Writer writer(&out_, client_.proto);
   bool ran = false;
-  while (!closing_) {
+  while (!closing_ && !busy_) {
     if (out_.size() + writing_.size() > kOutputHighWater) {
       break;  // backpressure: the rest waits until the socket drains
     }
@@ -145,9 +147,19 @@ void Connection::ProcessInput() {
     if (argv.empty()) {
       continue;
     }
+    const CommandSpec* spec = server_.commands().Find(argv[0]);
+    if (spec != nullptr && (spec->flags & kBackground) && !client_.in_multi) {
+      RunInBackground(spec, argv);
+      break;  // the rest of the pipeline waits for this command's reply
+    }
     writer = resp::Writer(&out_, client_.proto);
-    server_.Dispatch(client_, argv, writer);
+    server_.Dispatch(client_, spec, argv, writer);
     ran = true;
+    if (limits_.unauthenticated == client_.authenticated) {
+      // AUTH / HELLO AUTH / RESET changed what this client may send.
+      limits_.unauthenticated = !client_.authenticated;
+      parser_.set_limits(limits_);
+    }
     if (client_.close_after_reply || client_.kill_requested) {
       closing_ = true;
     }
@@ -171,6 +183,31 @@ void Connection::ProcessInput() {
     return;
   }
   DoRead();
+}
+
+void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
+  busy_ = true;
+  auto owned = std::make_shared<std::vector<std::string>>(argv.begin(), argv.end());
+  auto self = shared_from_this();
+  asio::post(server_.background(), [self, spec, owned] {
+    Argv views(owned->begin(), owned->end());
+    std::string reply;
+    resp::Writer writer(&reply, self->client_.proto);
+    self->server_.Dispatch(self->client_, spec, views, writer);
+    asio::post(self->socket_.get_executor(), [self, reply = std::move(reply)] {
+      self->busy_ = false;
+      if (self->closed_) {
+        self->server_.UnwatchAll(self->client_);
+        return;
+      }
+      self->out_ += reply;
+      if (self->client_.close_after_reply || self->client_.kill_requested) {
+        self->closing_ = true;
+      }
+      self->SyncSnapshot();
+      self->ProcessInput();
+    });
+  });
 }
 
 void Connection::Flush() {
@@ -220,6 +257,9 @@ void Connection::Close() {
   idle_timer_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
+  if (!busy_) {
+    server_.UnwatchAll(client_);  // (a background command still uses client_; it is gone soon)
+  }
   server_.UnregisterConnection(id_);
 }
 

@@ -40,6 +40,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void DoRead();
   void OnRead(const asio::error_code& ec, size_t n);
   void ProcessInput();
+  // Runs a kBackground command on the server's background pool; the connection executes
+  // nothing else (its pipeline waits) until the reply is back on the io thread.
+  void RunInBackground(const CommandSpec* spec, const Argv& argv);
   void Flush();
   void OnWrite(const asio::error_code& ec, size_t n);
   void Close();
@@ -51,13 +54,15 @@ class Connection : public std::enable_shared_from_this<Connection> {
   asio::steady_timer idle_timer_;
   uint64_t id_;
   resp::Parser parser_;
+  resp::ParserLimits limits_;
   Client client_;
-  std::string out_;       // replies being built
-  std::string writing_;   // replies on the wire
+  std::string out_;      // replies being built
+  std::string writing_;  // replies on the wire
   bool reading_ = false;
   bool write_in_flight_ = false;
   bool closing_ = false;  // no more reads; close once output is flushed
   bool closed_ = false;
+  bool busy_ = false;  // a background command of this connection is running
   std::atomic<size_t> pending_out_{0};
   std::atomic<size_t> query_buf_{0};
   mutable std::mutex snapshot_mu_;  // guards the copies below for other threads

@@ -56,7 +56,6 @@ std::string UnknownCommandError(const Argv& argv) {
 }  // namespace
 
 Server::Server(Config config) : config_(std::move(config)) {
-  stripe_versions_ = std::make_unique<std::atomic<uint64_t>[]>(kLockStripes);
   for (const auto& row : OptionTable()) {
     (void)row;
   }
@@ -166,6 +165,7 @@ void Server::Start() {
   }
   engine_ = std::move(*engine);
   db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes);
+  background_ = std::make_unique<asio::thread_pool>(2);
 
   int workers =
       cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
@@ -379,23 +379,72 @@ void Server::StopAll() {
   acceptors_.clear();
   signals_.reset();
   tick_timer_.reset();
+  if (background_) {
+    background_->join();  // long commands in flight finish before the database closes
+  }
   if (engine_) {
     engine_->Close();
     spdlog::info("database closed cleanly");
   }
 }
 
-uint64_t Server::StripeVersion(size_t stripe) const {
-  return stripe_versions_[stripe % kLockStripes].load(std::memory_order_acquire);
+std::string Server::WatchId(uint16_t db, std::string_view key) {
+  std::string id(2, '\0');
+  id[0] = static_cast<char>(db >> 8);
+  id[1] = static_cast<char>(db & 0xff);
+  id.append(key);
+  return id;
 }
 
-void Server::BumpStripe(size_t stripe) {
-  stripe_versions_[stripe % kLockStripes].fetch_add(1, std::memory_order_acq_rel);
+uint64_t Server::Watch(uint16_t db, std::string_view key) {
+  std::lock_guard lock(watch_mu_);
+  auto& e = watches_[WatchId(db, key)];
+  e.watchers++;
+  watch_count_ = watches_.size();
+  return e.version;
 }
 
-void Server::BumpAllStripes() {
-  for (size_t i = 0; i < kLockStripes; ++i) {
-    stripe_versions_[i].fetch_add(1, std::memory_order_acq_rel);
+uint64_t Server::WatchVersion(const std::string& id) {
+  std::lock_guard lock(watch_mu_);
+  auto it = watches_.find(id);
+  return it == watches_.end() ? UINT64_MAX : it->second.version;
+}
+
+void Server::UnwatchAll(Client& client) {
+  if (client.watched.empty()) {
+    return;
+  }
+  std::lock_guard lock(watch_mu_);
+  for (auto& [id, version] : client.watched) {
+    auto it = watches_.find(id);
+    if (it != watches_.end() && --it->second.watchers == 0) {
+      watches_.erase(it);
+    }
+  }
+  watch_count_ = watches_.size();
+  client.watched.clear();
+}
+
+void Server::TouchKeys(uint16_t db, const std::vector<std::string_view>& keys) {
+  if (watch_count_.load(std::memory_order_acquire) == 0) {
+    return;
+  }
+  std::lock_guard lock(watch_mu_);
+  for (auto key : keys) {
+    auto it = watches_.find(WatchId(db, key));
+    if (it != watches_.end()) {
+      it->second.version = ++watch_clock_;
+    }
+  }
+}
+
+void Server::TouchAll(std::optional<uint16_t> db) {
+  std::lock_guard lock(watch_mu_);
+  for (auto& [id, e] : watches_) {
+    if (!db || (static_cast<uint16_t>((static_cast<uint8_t>(id[0]) << 8) |
+                                      static_cast<uint8_t>(id[1])) == *db)) {
+      e.version = ++watch_clock_;
+    }
   }
 }
 
@@ -403,7 +452,11 @@ void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
   if (argv.empty()) {
     return;
   }
-  const CommandSpec* spec = table_.Find(argv[0]);
+  Dispatch(client, table_.Find(argv[0]), argv, out);
+}
+
+void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
+                      resp::Writer& out) {
   auto reject = [&](std::string_view msg) {
     if (client.in_multi) {
       client.multi_dirty = true;
@@ -416,7 +469,8 @@ void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
     return;
   }
   const int argc = static_cast<int>(argv.size());
-  if ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity) {
+  const bool queue_unchecked = client.in_multi && (spec->flags & kHandlerArity);
+  if (!queue_unchecked && ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity)) {
     stats_.For(spec->name).rejected_calls++;
     reject(ArityError(spec->name));
     return;
@@ -440,29 +494,38 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   const auto start = std::chrono::steady_clock::now();
   const size_t before = out.buffer()->size();
   storage::LockGuard guard;
-  std::vector<size_t> stripes;
+  std::vector<std::string_view> keys;
   const bool write = (spec.flags & kWrite) != 0;
   if (write) {
-    if (spec.flags & kLockAll) {
-      stripes.resize(db_->locks().stripes());
-      for (size_t i = 0; i < stripes.size(); ++i) {
-        stripes[i] = i;
-      }
-    } else {
-      for (auto key : CommandKeys(spec, argv)) {
-        stripes.push_back(db_->locks().StripeOf(client.db, key));
-      }
-    }
+    keys = CommandKeys(spec, argv);
     if (!locks_held) {
-      guard = storage::LockGuard(&db_->locks(), stripes);
+      std::vector<size_t> stripes;
+      if (spec.flags & kLockAll) {
+        stripes.resize(db_->locks().stripes());
+        for (size_t i = 0; i < stripes.size(); ++i) {
+          stripes[i] = i;
+        }
+      } else {
+        for (auto key : keys) {
+          stripes.push_back(db_->locks().StripeOf(client.db, key));
+        }
+      }
+      guard = storage::LockGuard(&db_->locks(), std::move(stripes));
     }
   }
   CommandContext ctx{*this, client, out, argv};
-  spec.handler(ctx);
+  if ((spec.flags & kHandlerArity) &&
+      ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
+       static_cast<int>(argv.size()) < -spec.arity)) {
+    // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are.
+    out.Error(ArityError(spec.name));
+  } else {
+    spec.handler(ctx);
+  }
   if (write && !(spec.flags & kNoWatchBump)) {
-    for (size_t s : stripes) {
-      BumpStripe(s);
-    }
+    // Touched while the key locks are held, so EXEC (which holds them too) sees it or not at
+    // all.
+    TouchKeys(client.db, keys);
   }
   guard.Release();
   const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(

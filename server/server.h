@@ -48,8 +48,8 @@ struct Client {
   bool in_multi = false;
   bool multi_dirty = false;  // an error while queuing: EXEC answers EXECABORT
   std::vector<std::vector<std::string>> queued;
-  // WATCH: (stripe, modification counter when watched)
-  std::vector<std::pair<size_t, uint64_t>> watched;
+  // WATCH: (db + key as Server::WatchId encodes it, modification counter when watched)
+  std::vector<std::pair<std::string, uint64_t>> watched;
   std::chrono::steady_clock::time_point created = std::chrono::steady_clock::now();
   std::chrono::steady_clock::time_point last_interaction = std::chrono::steady_clock::now();
   std::string last_command = "NULL";
@@ -89,6 +89,10 @@ class Server {
   // Runs one command for a client: lookup, arity, auth, MULTI queuing, locks, stats. Appends the
   // reply to out.
   void Dispatch(Client& client, const Argv& argv, resp::Writer& out);
+  // The same with the command already looked up (spec may be nullptr: unknown command).
+  void Dispatch(Client& client, const CommandSpec* spec, const Argv& argv, resp::Writer& out);
+  // Threads for kBackground commands, so a long one never holds up an io thread.
+  asio::thread_pool& background() { return *background_; }
   // Executes a command already validated (used by Dispatch and EXEC). hold_locks = the caller
   // already holds the stripes.
   void Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
@@ -98,10 +102,17 @@ class Server {
   Config config() const;
   std::optional<std::string> SetConfig(const std::string& name, const std::string& value);
 
-  // WATCH support: modification counters per key stripe.
-  uint64_t StripeVersion(size_t stripe) const;
-  void BumpStripe(size_t stripe);
-  void BumpAllStripes();
+  // WATCH support: modification counters of the keys some client watches (only those).
+  static std::string WatchId(uint16_t db, std::string_view key);
+  // Registers a watch of the client on key; returns the key's current counter.
+  uint64_t Watch(uint16_t db, std::string_view key);
+  uint64_t WatchVersion(const std::string& id);
+  // Drops every watch of the client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
+  void UnwatchAll(Client& client);
+  // A write touched these keys: clients watching them will see EXEC fail.
+  void TouchKeys(uint16_t db, const std::vector<std::string_view>& keys);
+  // FLUSHDB (db) / FLUSHALL (nullopt): every watched key of the database(s) is touched.
+  void TouchAll(std::optional<uint16_t> db = std::nullopt);
 
   // Client registry (CLIENT LIST / KILL / INFO clients).
   void RegisterConnection(const std::shared_ptr<Connection>& conn);
@@ -135,8 +146,8 @@ class Server {
   mutable std::mutex config_mu_;
   Config config_;
   // Hot-path copies of settings, readable without the mutex.
-  std::atomic<uint64_t> cf_initial_size_, cf_bucket_size_, cf_max_iterations_,
-      cf_expansion_factor_, cf_max_expansions_, cf_page_size_, cf_max_filter_bytes_;
+  std::atomic<uint64_t> cf_initial_size_, cf_bucket_size_, cf_max_iterations_, cf_expansion_factor_,
+      cf_max_expansions_, cf_page_size_, cf_max_filter_bytes_;
   std::atomic<int> cf_sizing_;
   std::atomic<int64_t> slowlog_slower_than_;
   std::atomic<uint64_t> slowlog_max_len_;
@@ -153,13 +164,21 @@ class Server {
   std::atomic<size_t> next_context_{0};
   std::unique_ptr<asio::signal_set> signals_;
   std::unique_ptr<asio::steady_timer> tick_timer_;
+  std::unique_ptr<asio::thread_pool> background_;
 
   std::mutex conns_mu_;
   std::unordered_map<uint64_t, std::weak_ptr<Connection>> conns_;
   std::atomic<size_t> connected_{0};
   std::atomic<uint64_t> client_ids_{0};
 
-  std::unique_ptr<std::atomic<uint64_t>[]> stripe_versions_;
+  struct WatchEntry {
+    uint64_t version = 0;
+    uint32_t watchers = 0;
+  };
+  std::mutex watch_mu_;
+  std::unordered_map<std::string, WatchEntry> watches_;
+  std::atomic<size_t> watch_count_{0};
+  uint64_t watch_clock_ = 0;
 
   std::mutex slowlog_mu_;
   std::deque<SlowlogEntry> slowlog_;

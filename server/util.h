@@ -15,8 +15,7 @@ namespace cuckood::server {
 inline constexpr std::string_view kWrongTypeError =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";
-inline constexpr std::string_view kNotIntegerError =
-    "ERR value is not an integer or out of range";
+inline constexpr std::string_view kNotIntegerError = "ERR value is not an integer or out of range";
 
 // Redis string2ll: optional '-', digits, no '+', no spaces, no leading zeros, fits int64.
 std::optional<int64_t> ParseInt64(std::string_view s);

@@ -134,8 +134,12 @@ void CfAddCommon(CommandContext& ctx, bool nx) {
   }
 }
 
-void CfAdd(CommandContext& ctx) { CfAddCommon(ctx, false); }
-void CfAddNx(CommandContext& ctx) { CfAddCommon(ctx, true); }
+void CfAdd(CommandContext& ctx) {
+  CfAddCommon(ctx, false);
+}
+void CfAddNx(CommandContext& ctx) {
+  CfAddCommon(ctx, true);
+}
 
 void CfInsertCommon(CommandContext& ctx, bool nx) {
   const Argv& argv = ctx.argv;
@@ -206,8 +210,12 @@ void CfInsertCommon(CommandContext& ctx, bool nx) {
   }
 }
 
-void CfInsert(CommandContext& ctx) { CfInsertCommon(ctx, false); }
-void CfInsertNx(CommandContext& ctx) { CfInsertCommon(ctx, true); }
+void CfInsert(CommandContext& ctx) {
+  CfInsertCommon(ctx, false);
+}
+void CfInsertNx(CommandContext& ctx) {
+  CfInsertCommon(ctx, true);
+}
 
 void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
   std::vector<std::string_view> items(ctx.argv.begin() + 2, ctx.argv.end());
@@ -228,13 +236,19 @@ void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
   }
 }
 
-void CfExists(CommandContext& ctx) { CfLookupCommon(ctx, false, false); }
-void CfMExists(CommandContext& ctx) { CfLookupCommon(ctx, true, false); }
-void CfCount(CommandContext& ctx) { CfLookupCommon(ctx, false, true); }
+void CfExists(CommandContext& ctx) {
+  CfLookupCommon(ctx, false, false);
+}
+void CfMExists(CommandContext& ctx) {
+  CfLookupCommon(ctx, true, false);
+}
+void CfCount(CommandContext& ctx) {
+  CfLookupCommon(ctx, false, true);
+}
 
 void CfDel(CommandContext& ctx) {
-  auto r = ctx.server.db().CfDelete(ctx.client.db, ctx.argv[1], ctx.argv[2],
-                                    ctx.server.cf_settings());
+  auto r =
+      ctx.server.db().CfDelete(ctx.client.db, ctx.argv[1], ctx.argv[2], ctx.server.cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -321,9 +335,11 @@ void CfLoadChunk(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
-CommandArgDoc Key() { return {"key", "key", "", false, false}; }
-CommandArgDoc Arg(std::string name, std::string type, bool optional = false,
-                  bool multiple = false, std::string token = "") {
+CommandArgDoc Key() {
+  return {"key", "key", "", false, false};
+}
+CommandArgDoc Arg(std::string name, std::string type, bool optional = false, bool multiple = false,
+                  std::string token = "") {
   return {std::move(name), std::move(type), std::move(token), optional, multiple};
 }
 
@@ -333,7 +349,9 @@ CommandSpec Row(std::string name, int arity, uint32_t flags, Handler h, std::str
   CommandSpec s;
   s.name = std::move(name);
   s.arity = arity;
-  s.flags = flags;
+  // RedisBloom 2.8 registers no arity and checks it in each handler: inside MULTI a call with
+  // the wrong number of arguments is queued and fails at EXEC.
+  s.flags = flags | kHandlerArity;
   s.first_key = 1;
   s.last_key = 1;
   s.step = 1;
@@ -353,60 +371,60 @@ CommandSpec Row(std::string name, int arity, uint32_t flags, Handler h, std::str
 void RegisterCfCommands(CommandTable& table) {
   const uint32_t kW = kWrite | kDenyOom;
   const uint32_t kR = kReadOnly | kFast;
-  table.Add(Row("cf.reserve", -3, kW, CfReserve, "Creates a new Cuckoo Filter", "O(1)",
-                {Key(), Arg("capacity", "integer"),
-                 Arg("bucketsize", "integer", true, false, "BUCKETSIZE"),
-                 Arg("maxiterations", "integer", true, false, "MAXITERATIONS"),
-                 Arg("expansion", "integer", true, false, "EXPANSION")},
-                {"write", "fast"}));
+  table.Add(Row(
+      "cf.reserve", -3, kW, CfReserve, "Creates a new Cuckoo Filter", "O(1)",
+      {Key(), Arg("capacity", "integer"), Arg("bucketsize", "integer", true, false, "BUCKETSIZE"),
+       Arg("maxiterations", "integer", true, false, "MAXITERATIONS"),
+       Arg("expansion", "integer", true, false, "EXPANSION")},
+      {"write", "fast"}));
   table.Add(Row("cf.add", 3, kW, CfAdd, "Adds an item to a Cuckoo Filter", "O(k + i)",
                 {Key(), Arg("item", "string")}, {"write"}));
   table.Add(Row("cf.addnx", 3, kW, CfAddNx,
-                "Adds an item to a Cuckoo Filter if the item did not exist previously.",
-                "O(k + i)", {Key(), Arg("item", "string")}, {"write"}));
-  table.Add(Row("cf.insert", -4, kW, CfInsert,
-                "Adds one or more items to a Cuckoo Filter. A filter will be created if it does "
-                "not exist",
-                "O(n * (k + i))",
-                {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
-                 Arg("nocreate", "pure-token", true, false, "NOCREATE"),
-                 Arg("items", "pure-token", false, false, "ITEMS"),
-                 Arg("item", "string", false, true)},
-                {"write"}));
-  table.Add(Row("cf.insertnx", -4, kW, CfInsertNx,
-                "Adds one or more items to a Cuckoo Filter if the items did not exist "
-                "previously. A filter will be created if it does not exist",
-                "O(n * (k + i))",
-                {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
-                 Arg("nocreate", "pure-token", true, false, "NOCREATE"),
-                 Arg("items", "pure-token", false, false, "ITEMS"),
-                 Arg("item", "string", false, true)},
-                {"write"}));
-  table.Add(Row("cf.exists", 3, kR, CfExists, "Checks whether one or more items exist in a "
-                "Cuckoo Filter", "O(k), where k is the number of sub-filters",
-                {Key(), Arg("item", "string")}, {"read"}));
+                "Adds an item to a Cuckoo Filter if the item did not exist previously.", "O(k + i)",
+                {Key(), Arg("item", "string")}, {"write"}));
+  table.Add(
+      Row("cf.insert", -4, kW, CfInsert,
+          "Adds one or more items to a Cuckoo Filter. A filter will be created if it does "
+          "not exist",
+          "O(n * (k + i))",
+          {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
+           Arg("nocreate", "pure-token", true, false, "NOCREATE"),
+           Arg("items", "pure-token", false, false, "ITEMS"), Arg("item", "string", false, true)},
+          {"write"}));
+  table.Add(
+      Row("cf.insertnx", -4, kW, CfInsertNx,
+          "Adds one or more items to a Cuckoo Filter if the items did not exist "
+          "previously. A filter will be created if it does not exist",
+          "O(n * (k + i))",
+          {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
+           Arg("nocreate", "pure-token", true, false, "NOCREATE"),
+           Arg("items", "pure-token", false, false, "ITEMS"), Arg("item", "string", false, true)},
+          {"write"}));
+  table.Add(Row("cf.exists", 3, kR, CfExists,
+                "Checks whether one or more items exist in a "
+                "Cuckoo Filter",
+                "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")},
+                {"read"}));
   table.Add(Row("cf.mexists", -3, kR, CfMExists,
                 "Checks whether one or more items exist in a Cuckoo Filter",
                 "O(k * n), where k is the number of sub-filters and n is the number of items",
                 {Key(), Arg("item", "string", false, true)}, {"read"}));
-  table.Add(Row("cf.count", 3, kR, CfCount,
-                "Return the number of times an item might be in a Cuckoo Filter",
-                "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")},
-                {"read"}));
+  table.Add(Row(
+      "cf.count", 3, kR, CfCount, "Return the number of times an item might be in a Cuckoo Filter",
+      "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")}, {"read"}));
   table.Add(Row("cf.del", 3, kWrite | kFast, CfDel, "Deletes an item from a Cuckoo Filter",
                 "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")},
                 {"write"}));
   // CF.COMPACT mutates the filter: flagged as a write here although RedisBloom flags it read-only.
-  table.Add(Row("cf.compact", 2, kWrite, CfCompact,
+  table.Add(Row("cf.compact", 2, kWrite | kBackground, CfCompact,
                 "Moves items from newer sub-filters into older ones and frees empty sub-filters",
                 "O(n), where n is the size of the filter", {Key()}, {"read"}));
   table.Add(Row("cf.info", 2, kR, CfInfo, "Returns information about a Cuckoo Filter", "O(1)",
                 {Key()}, {"read", "fast"}));
   table.Add(Row("cf.debug", 2, kR, CfDebug, "Returns the internal counters of a Cuckoo Filter",
                 "O(1)", {Key()}, {"read"}));
-  table.Add(Row("cf.scandump", 3, kR, CfScanDump,
-                "Begins an incremental save of the bloom filter", "O(n), where n is the capacity",
-                {Key(), Arg("iterator", "integer")}, {"read"}));
+  table.Add(Row("cf.scandump", 3, kR, CfScanDump, "Begins an incremental save of the bloom filter",
+                "O(n), where n is the capacity", {Key(), Arg("iterator", "integer")}, {"read"}));
   table.Add(Row("cf.loadchunk", 4, kW, CfLoadChunk,
                 "Restores a filter previously saved using SCANDUMP",
                 "O(n), where n is the capacity",

@@ -2,6 +2,8 @@
 //
 // These handlers change the calling client's state (ctx.client). The only user is "default",
 // whose password is `requirepass` (none = any password is accepted, as Redis's nopass user).
+#include "server/connection.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -9,7 +11,6 @@
 
 #include "server/command.h"
 #include "server/commands/family.h"
-#include "server/connection.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -23,8 +24,8 @@ constexpr std::string_view kNoPasswordSet =
     "sure your configuration is correct?";
 constexpr std::string_view kHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
-    "<proto> AUTH <user> <pass> option can be used to authenticate the client and select the "
-    "RESP protocol version at the same time";
+    "AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
+    "protocol version at the same time";
 constexpr std::string_view kBadClientName =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
@@ -77,7 +78,9 @@ void PingCommand(CommandContext& ctx) {
   }
 }
 
-void EchoCommand(CommandContext& ctx) { ctx.out.Bulk(ctx.argv[1]); }
+void EchoCommand(CommandContext& ctx) {
+  ctx.out.Bulk(ctx.argv[1]);
+}
 
 void QuitCommand(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
@@ -91,7 +94,7 @@ void ResetCommand(CommandContext& ctx) {
   c.in_multi = false;
   c.multi_dirty = false;
   c.queued.clear();
-  c.watched.clear();
+  ctx.server.UnwatchAll(c);
   c.db = 0;
   c.proto = 2;
   c.name.clear();
@@ -264,11 +267,13 @@ void RegisterConnectionCommands(CommandTable& table) {
                 {{"protover", "integer", "", true, false},
                  {"username_password", "block", "AUTH", true, false},
                  {"clientname", "string", "SETNAME", true, false}}));
-  table.Add(Row("auth", -2, kConn | kNoAuth | kNoScript, AuthCommand,
-                "Authenticate to the server", "1.0.0",
-                {{"username", "string", "", true, false}, {"password", "string", "", false, false}}));
-  table.Add(Row("select", 2, kConn, SelectCommand, "Change the selected database for the current "
-                "connection", "1.0.0", {{"index", "integer", "", false, false}}));
+  table.Add(Row(
+      "auth", -2, kConn | kNoAuth | kNoScript, AuthCommand, "Authenticate to the server", "1.0.0",
+      {{"username", "string", "", true, false}, {"password", "string", "", false, false}}));
+  table.Add(Row("select", 2, kConn, SelectCommand,
+                "Change the selected database for the current "
+                "connection",
+                "1.0.0", {{"index", "integer", "", false, false}}));
   table.Add(ClientCommandSpec());
 }
 

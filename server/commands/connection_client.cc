@@ -109,7 +109,9 @@ std::string LineFor(CommandContext& ctx, const std::shared_ptr<Connection>& conn
   return conn->id() == ctx.client.id ? OwnLine(ctx, cmd) : ConnectionLine(conn->Describe());
 }
 
-void ClientIdCommand(CommandContext& ctx) { ctx.out.Integer(static_cast<int64_t>(ctx.client.id)); }
+void ClientIdCommand(CommandContext& ctx) {
+  ctx.out.Integer(static_cast<int64_t>(ctx.client.id));
+}
 
 void ClientSetNameCommand(CommandContext& ctx) {
   if (!ValidClientAttr(ctx.argv[2])) {
@@ -171,7 +173,9 @@ void ClientListCommand(CommandContext& ctx) {
   ctx.out.Verbatim(text);
 }
 
-void ClientInfoCommand(CommandContext& ctx) { ctx.out.Verbatim(OwnLine(ctx, "client|info")); }
+void ClientInfoCommand(CommandContext& ctx) {
+  ctx.out.Verbatim(OwnLine(ctx, "client|info"));
+}
 
 struct KillFilter {
   bool old_form = false;
@@ -300,38 +304,55 @@ void SetOnOff(CommandContext& ctx, bool* field) {
   ctx.out.SimpleString("OK");
 }
 
-void ClientNoEvictCommand(CommandContext& ctx) { SetOnOff(ctx, &ctx.client.no_evict); }
-void ClientNoTouchCommand(CommandContext& ctx) { SetOnOff(ctx, &ctx.client.no_touch); }
+void ClientNoEvictCommand(CommandContext& ctx) {
+  SetOnOff(ctx, &ctx.client.no_evict);
+}
+void ClientNoTouchCommand(CommandContext& ctx) {
+  SetOnOff(ctx, &ctx.client.no_touch);
+}
 
 void ClientHelpCommand(CommandContext& ctx) {
   ReplyHelp(ctx.out, "CLIENT",
-            {"GETNAME", "    Return the name of the current connection.", "ID",
-             "    Return the ID of the current connection.", "INFO",
+            {"GETNAME",
+             "    Return the name of the current connection.",
+             "ID",
+             "    Return the ID of the current connection.",
+             "INFO",
              "    Return information about the current client connection.",
-             "KILL <ip:port>", "    Kill connection made from <ip:port>.",
+             "KILL <ip:port>",
+             "    Kill connection made from <ip:port>.",
              "KILL <option> <value> [<option> <value> [...]]",
-             "    Kill connections. Options are:", "    * ADDR (<ip:port>|<unixsocket>:0)",
+             "    Kill connections. Options are:",
+             "    * ADDR (<ip:port>|<unixsocket>:0)",
              "      Kill connections made from the specified address",
              "    * LADDR (<ip:port>|<unixsocket>:0)",
              "      Kill connections made to specified local address",
-             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Kill connections by type.",
-             "    * USER <username>", "      Kill connections authenticated by <username>.",
+             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+             "      Kill connections by type.",
+             "    * USER <username>",
+             "      Kill connections authenticated by <username>.",
              "    * SKIPME (YES|NO)",
-             "      Skip killing current connection (default: yes).", "    * ID <client-id>",
+             "      Skip killing current connection (default: yes).",
+             "    * ID <client-id>",
              "      Kill connections by client id.",
-             "LIST [options ...]", "    Return information about client connections. Options:",
-             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)", "      Return clients of specified type.",
-             "    * ID <client-id> [<client-id> ...]", "      Return clients of specified IDs only.",
-             "NO-EVICT (ON|OFF)", "    Protect current client connection from eviction.",
+             "LIST [options ...]",
+             "    Return information about client connections. Options:",
+             "    * TYPE (NORMAL|MASTER|REPLICA|PUBSUB)",
+             "      Return clients of specified type.",
+             "    * ID <client-id> [<client-id> ...]",
+             "      Return clients of specified IDs only.",
+             "NO-EVICT (ON|OFF)",
+             "    Protect current client connection from eviction.",
              "NO-TOUCH (ON|OFF)",
              "    Will not touch LRU/LFU stats when this mode is on.",
              "SETINFO <LIB-NAME|LIB-VER> <value>",
              "    Set client library name or version.",
-             "SETNAME <name>", "    Assign the name <name> to the current connection."});
+             "SETNAME <name>",
+             "    Assign the name <name> to the current connection."});
 }
 
-CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler,
-                std::string summary, std::string since, std::string complexity = "O(1)",
+CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
+                std::string since, std::string complexity = "O(1)",
                 std::vector<CommandArgDoc> args = {}) {
   CommandSpec s;
   s.name = std::move(name);
@@ -350,8 +371,8 @@ CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler,
 
 CommandSpec ClientCommandSpec() {
   const uint32_t kCs = kNoScript | kLoading | kStale;
-  auto client = ContainerSpec("client", "A container for client connection commands", "2.4.0",
-                              "connection");
+  auto client =
+      ContainerSpec("client", "A container for client connection commands", "2.4.0", "connection");
   auto& subs = client.subcommands;
   subs.push_back(Sub("client|id", 2, kCs, ClientIdCommand,
                      "Returns the client ID for the current connection", "5.0.0"));
@@ -360,11 +381,10 @@ CommandSpec ClientCommandSpec() {
                      {{"connection-name", "string", "", false, false}}));
   subs.push_back(Sub("client|getname", 2, kCs, ClientGetNameCommand,
                      "Get the current connection name", "2.6.9"));
-  subs.push_back(Sub("client|list", -2, kAdmin | kCs, ClientListCommand,
-                     "Get the list of client connections", "2.4.0",
-                     "O(N) where N is the number of client connections",
-                     {{"client-type", "oneof", "TYPE", true, false},
-                      {"client-id", "integer", "ID", true, true}}));
+  subs.push_back(Sub(
+      "client|list", -2, kAdmin | kCs, ClientListCommand, "Get the list of client connections",
+      "2.4.0", "O(N) where N is the number of client connections",
+      {{"client-type", "oneof", "TYPE", true, false}, {"client-id", "integer", "ID", true, true}}));
   subs.push_back(Sub("client|info", 2, kCs, ClientInfoCommand,
                      "Returns information about the current client connection.", "6.2.0"));
   subs.push_back(Sub("client|kill", -3, kAdmin | kCs, ClientKillCommand,

@@ -36,8 +36,8 @@ inline void RunSubcommand(CommandContext& ctx) {
   }
   const CommandSpec* sub = FindSubcommand(*parent, ctx.argv[1]);
   if (sub == nullptr || sub->handler == nullptr) {
-    ctx.out.Error("ERR unknown subcommand '" + std::string(ctx.argv[1].substr(0, 128)) +
-                  "'. Try " + ToUpper(ctx.argv[0]) + " HELP.");
+    ctx.out.Error("ERR unknown subcommand '" + std::string(ctx.argv[1].substr(0, 128)) + "'. Try " +
+                  ToUpper(ctx.argv[0]) + " HELP.");
     return;
   }
   const int argc = static_cast<int>(ctx.argv.size());
@@ -59,8 +59,7 @@ inline void ReplySubcommandSyntaxError(CommandContext& ctx) {
 inline void ReplyHelp(resp::Writer& out, std::string_view command,
                       std::initializer_list<std::string_view> lines) {
   out.ArrayHeader(static_cast<int64_t>(lines.size() + 3));
-  out.SimpleString(ToUpper(command) +
-                   " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
+  out.SimpleString(ToUpper(command) + " <subcommand> [<arg> [value] [opt] ...]. Subcommands are:");
   for (auto line : lines) {
     out.SimpleString(line);
   }
@@ -87,6 +86,9 @@ void RegisterMemoryCommands(CommandTable& table);
 
 // The CLIENT container row (connection_client.cc), registered by RegisterConnectionCommands.
 CommandSpec ClientCommandSpec();
+
+// COMMAND INFO tips of a command (full name, "config|set" for a subcommand); empty when none.
+const std::vector<std::string_view>& CommandTips(std::string_view name);
 
 // INFO (info.cc).
 void InfoCommand(CommandContext& ctx);

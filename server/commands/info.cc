@@ -27,11 +27,11 @@ namespace cuckood::server {
 namespace {
 
 constexpr std::array<std::string_view, 14> kSectionOrder = {
-    "server", "clients",       "memory",     "persistence",  "stats",   "replication", "cpu",
+    "server",  "clients",      "memory",     "persistence",  "stats",   "replication", "cpu",
     "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace",    "rocksdb"};
 constexpr std::array<std::string_view, 12> kDefaultSections = {
-    "server",      "clients", "memory",  "persistence", "stats",    "replication",
-    "cpu",         "modules", "errorstats", "cluster",  "keyspace", "rocksdb"};
+    "server", "clients", "memory",     "persistence", "stats",    "replication",
+    "cpu",    "modules", "errorstats", "cluster",     "keyspace", "rocksdb"};
 
 std::string Format(const char* fmt, double v) {
   char buf[64];
@@ -123,8 +123,8 @@ void ClientsSection(Server& server, Lines& l) {
 
 void MemorySection(Server& server, Lines& l) {
   const ProcessMemory mem = ReadProcessMemory();
-  const uint64_t total_system = static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) *
-                                static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  const uint64_t total_system =
+      static_cast<uint64_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   const auto es = server.engine().Stats();
   l.Add("used_memory", mem.used);
   l.Add("used_memory_human", BytesToHuman(mem.used));
@@ -133,18 +133,18 @@ void MemorySection(Server& server, Lines& l) {
   l.Add("used_memory_peak", mem.peak);
   l.Add("used_memory_peak_human", BytesToHuman(mem.peak));
   l.Add("used_memory_peak_perc",
-        Format("%.2f%%", mem.peak == 0 ? 0.0 : 100.0 * static_cast<double>(mem.used) /
-                                                   static_cast<double>(mem.peak)));
+        Format("%.2f%%", mem.peak == 0 ? 0.0
+                                       : 100.0 * static_cast<double>(mem.used) /
+                                             static_cast<double>(mem.peak)));
   l.Add("total_system_memory", total_system);
   l.Add("total_system_memory_human", BytesToHuman(total_system));
   l.Add("maxmemory", 0);
   l.Add("maxmemory_human", "0B");
   l.Add("maxmemory_policy", "noeviction");
   l.Add("mem_fragmentation_ratio",
-        Format("%.2f", mem.used == 0 ? 0.0
-                                     : static_cast<double>(mem.rss) / static_cast<double>(mem.used)));
-  l.Add("mem_fragmentation_bytes",
-        static_cast<int64_t>(mem.rss) - static_cast<int64_t>(mem.used));
+        Format("%.2f",
+               mem.used == 0 ? 0.0 : static_cast<double>(mem.rss) / static_cast<double>(mem.used)));
+  l.Add("mem_fragmentation_bytes", static_cast<int64_t>(mem.rss) - static_cast<int64_t>(mem.used));
   l.Add("mem_not_counted_for_evict", 0);
   l.Add("mem_replication_backlog", 0);
   l.Add("mem_clients_slaves", 0);
@@ -169,8 +169,8 @@ void PersistenceSection(Server& server, Lines& l) {
   l.Add("current_save_keys_total", 0);
   l.Add("rdb_changes_since_last_save", 0);
   l.Add("rdb_bgsave_in_progress", 0);
-  l.Add("rdb_last_save_time", last_save != 0 ? static_cast<int64_t>(last_save)
-                                             : server.start_unix());
+  l.Add("rdb_last_save_time",
+        last_save != 0 ? static_cast<int64_t>(last_save) : server.start_unix());
   l.Add("rdb_last_bgsave_status", "ok");
   l.Add("rdb_last_bgsave_time_sec", -1);
   l.Add("rdb_current_bgsave_time_sec", -1);
@@ -246,8 +246,7 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("io_threaded_writes_processed", 0);
   l.Add("client_query_buffer_limit_disconnections",
         s.client_query_buffer_limit_disconnections.load());
-  l.Add("client_output_buffer_limit_disconnections",
-        s.client_output_limit_disconnections.load());
+  l.Add("client_output_buffer_limit_disconnections", s.client_output_limit_disconnections.load());
   l.Add("protocol_errors", s.protocol_errors.load());
   l.Add("blocked_on_output", s.blocked_on_output.load());
 }

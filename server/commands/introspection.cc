@@ -9,7 +9,6 @@
 //
 // Argument docs: a "oneof" argument whose token lists choices separated by '|' ("NX|XX|GT|LT")
 // is shown with one pure-token child argument per choice.
-#include <map>
 #include <string>
 #include <vector>
 
@@ -26,9 +25,9 @@ constexpr std::string_view kModuleName = "bf";
 
 // Redis's ACL categories in their bit order (the order COMMAND INFO lists them).
 constexpr std::string_view kCategoryOrder[] = {
-    "keyspace", "read",     "write",       "set",       "sortedset",  "list",      "hash",
-    "string",   "bitmap",   "hyperloglog", "geo",       "stream",     "pubsub",    "admin",
-    "fast",     "slow",     "blocking",    "dangerous", "connection", "transaction", "scripting"};
+    "keyspace", "read",   "write",       "set",       "sortedset",  "list",        "hash",
+    "string",   "bitmap", "hyperloglog", "geo",       "stream",     "pubsub",      "admin",
+    "fast",     "slow",   "blocking",    "dangerous", "connection", "transaction", "scripting"};
 
 bool IsModuleCommand(const CommandSpec& spec) {
   return spec.name.rfind("cf.", 0) == 0 || spec.name.rfind("bf.", 0) == 0;
@@ -127,56 +126,6 @@ std::vector<std::string> Categories(const CommandSpec& spec) {
   return out;
 }
 
-// Command tips Redis 7.0 gives the commands of this table (cluster clients route by them).
-const std::map<std::string_view, std::vector<std::string_view>>& Tips() {
-  static const std::map<std::string_view, std::vector<std::string_view>> kTips = {
-      {"ping", {"request_policy:all_shards", "response_policy:all_succeeded"}},
-      {"client|list", {"nondeterministic_output"}},
-      {"client|info", {"nondeterministic_output"}},
-      {"del", {"request_policy:multi_shard", "response_policy:agg_sum"}},
-      {"unlink", {"request_policy:multi_shard", "response_policy:agg_sum"}},
-      {"exists", {"request_policy:multi_shard", "response_policy:agg_sum"}},
-      {"ttl", {"nondeterministic_output"}},
-      {"pttl", {"nondeterministic_output"}},
-      {"scan", {"nondeterministic_output", "request_policy:special"}},
-      {"keys", {"request_policy:all_shards", "nondeterministic_output_order"}},
-      {"randomkey", {"request_policy:all_shards", "nondeterministic_output"}},
-      {"dbsize", {"request_policy:all_shards", "response_policy:agg_sum"}},
-      {"flushdb", {"request_policy:all_shards", "response_policy:all_succeeded"}},
-      {"flushall", {"request_policy:all_shards", "response_policy:all_succeeded"}},
-      {"memory|stats",
-       {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}},
-      {"memory|doctor",
-       {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}},
-      {"memory|malloc-stats",
-       {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}},
-      {"memory|purge", {"request_policy:all_shards", "response_policy:all_succeeded"}},
-      {"info", {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"}},
-      {"config|set", {"request_policy:all_nodes", "response_policy:all_succeeded"}},
-      {"time", {"nondeterministic_output"}},
-      {"lastsave", {"nondeterministic_output"}},
-      {"slowlog|get", {"request_policy:all_nodes", "nondeterministic_output"}},
-      {"slowlog|len",
-       {"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"}},
-      {"slowlog|reset", {"request_policy:all_nodes", "response_policy:all_succeeded"}},
-      {"latency|latest",
-       {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"}},
-      {"latency|history",
-       {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"}},
-      {"latency|reset", {"request_policy:all_nodes", "response_policy:all_succeeded"}},
-      {"latency|graph",
-       {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"}},
-      {"latency|doctor",
-       {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"}},
-      {"wait", {"request_policy:all_shards", "response_policy:agg_min"}},
-      {"command", {"nondeterministic_output_order"}},
-      {"command|info", {"nondeterministic_output_order"}},
-      {"command|docs", {"nondeterministic_output_order"}},
-      {"command|list", {"nondeterministic_output_order"}},
-  };
-  return kTips;
-}
-
 // One key spec: flags, begin_search index, find_keys range (lastkey relative to the first key).
 struct KeySpec {
   std::vector<std::string_view> flags;
@@ -204,8 +153,7 @@ std::vector<KeySpec> KeySpecs(const CommandSpec& spec) {
   if (n == "del" || n == "unlink") {
     return one({"RM", "delete"});
   }
-  if (n == "exists" || n == "type" || n == "memory|usage" || n == "disk|usage" ||
-      n == "watch") {
+  if (n == "exists" || n == "type" || n == "memory|usage" || n == "disk|usage" || n == "watch") {
     return one({"RO"});
   }
   if (n == "set") {
@@ -267,14 +215,10 @@ void WriteInfo(resp::Writer& out, const CommandSpec& spec) {
   for (const auto& c : cats) {
     out.SimpleString("@" + c);
   }
-  const auto tips = Tips().find(spec.name);
-  if (tips == Tips().end()) {
-    out.SetHeader(0);
-  } else {
-    out.SetHeader(static_cast<int64_t>(tips->second.size()));
-    for (auto t : tips->second) {
-      out.Bulk(t);
-    }
+  const auto& tips = CommandTips(spec.name);
+  out.SetHeader(static_cast<int64_t>(tips.size()));
+  for (auto t : tips) {
+    out.Bulk(t);
   }
   WriteKeySpecs(out, spec);
   if (spec.subcommands.empty()) {
@@ -354,7 +298,10 @@ void WriteArg(resp::Writer& out, const CommandSpec& spec, const CommandArgDoc& a
   out.Bulk("name");
   out.Bulk(arg.name);
   out.Bulk("type");
-  out.Bulk(arg.type);
+  // redis-cli expects nested "arguments" under every oneof/block; a row that has no choices
+  // to list is described as a plain string instead.
+  const bool container = arg.type == "oneof" || arg.type == "block";
+  out.Bulk(container && !choices ? std::string("string") : arg.type);
   if (key_spec) {
     out.Bulk("key_spec_index");
     out.Integer(0);
@@ -558,8 +505,12 @@ void GetKeysGeneric(CommandContext& ctx, bool with_flags) {
   }
 }
 
-void GetKeysCommand(CommandContext& ctx) { GetKeysGeneric(ctx, false); }
-void GetKeysAndFlagsCommand(CommandContext& ctx) { GetKeysGeneric(ctx, true); }
+void GetKeysCommand(CommandContext& ctx) {
+  GetKeysGeneric(ctx, false);
+}
+void GetKeysAndFlagsCommand(CommandContext& ctx) {
+  GetKeysGeneric(ctx, true);
+}
 
 void HelpCommand(CommandContext& ctx) {
   ReplyHelp(ctx.out, "COMMAND",
@@ -577,8 +528,7 @@ void HelpCommand(CommandContext& ctx) {
 }
 
 CommandSpec Sub(std::string name, int arity, Handler handler, std::string summary,
-                std::string since, std::string complexity,
-                std::vector<CommandArgDoc> args = {}) {
+                std::string since, std::string complexity, std::vector<CommandArgDoc> args = {}) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = arity;

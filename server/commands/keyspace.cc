@@ -26,7 +26,9 @@ constexpr std::string_view kNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
 constexpr std::string_view kGtLt = "ERR GT and LT options at the same time are not compatible";
 
-int64_t NowMillis() { return static_cast<int64_t>(storage::NowMs()); }
+int64_t NowMillis() {
+  return static_cast<int64_t>(storage::NowMs());
+}
 
 void CountLookup(CommandContext& ctx, bool hit) {
   if (hit) {
@@ -95,10 +97,14 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
   }
 }
 
-void RenameCommand(CommandContext& ctx) { RenameGeneric(ctx, false); }
-void RenameNxCommand(CommandContext& ctx) { RenameGeneric(ctx, true); }
+void RenameCommand(CommandContext& ctx) {
+  RenameGeneric(ctx, false);
+}
+void RenameNxCommand(CommandContext& ctx) {
+  RenameGeneric(ctx, true);
+}
 
-// ---- EXPIRE family -------------------------------------------------------------------------------
+// ---- EXPIRE family ------------------------------------------------------------------------------
 
 enum ExpireFlag : unsigned { kExpireNx = 1, kExpireXx = 2, kExpireGt = 4, kExpireLt = 8 };
 
@@ -199,10 +205,18 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
   ctx.out.Integer(*r ? 1 : 0);
 }
 
-void ExpireCommand(CommandContext& ctx) { ExpireGeneric(ctx, true, true); }
-void PExpireCommand(CommandContext& ctx) { ExpireGeneric(ctx, true, false); }
-void ExpireAtCommand(CommandContext& ctx) { ExpireGeneric(ctx, false, true); }
-void PExpireAtCommand(CommandContext& ctx) { ExpireGeneric(ctx, false, false); }
+void ExpireCommand(CommandContext& ctx) {
+  ExpireGeneric(ctx, true, true);
+}
+void PExpireCommand(CommandContext& ctx) {
+  ExpireGeneric(ctx, true, false);
+}
+void ExpireAtCommand(CommandContext& ctx) {
+  ExpireGeneric(ctx, false, true);
+}
+void PExpireAtCommand(CommandContext& ctx) {
+  ExpireGeneric(ctx, false, false);
+}
 
 // TTL (ms = false, absolute = false), PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no expiry;
 // seconds are rounded to the nearest, as Redis does.
@@ -229,10 +243,18 @@ void TtlGeneric(CommandContext& ctx, bool ms, bool absolute) {
   ctx.out.Integer(ms ? ttl : (ttl + 500) / 1000);
 }
 
-void TtlCommand(CommandContext& ctx) { TtlGeneric(ctx, false, false); }
-void PTtlCommand(CommandContext& ctx) { TtlGeneric(ctx, true, false); }
-void ExpireTimeCommand(CommandContext& ctx) { TtlGeneric(ctx, false, true); }
-void PExpireTimeCommand(CommandContext& ctx) { TtlGeneric(ctx, true, true); }
+void TtlCommand(CommandContext& ctx) {
+  TtlGeneric(ctx, false, false);
+}
+void PTtlCommand(CommandContext& ctx) {
+  TtlGeneric(ctx, true, false);
+}
+void ExpireTimeCommand(CommandContext& ctx) {
+  TtlGeneric(ctx, false, true);
+}
+void PExpireTimeCommand(CommandContext& ctx) {
+  TtlGeneric(ctx, true, true);
+}
 
 void PersistCommand(CommandContext& ctx) {
   auto& db = ctx.server.db();
@@ -315,8 +337,7 @@ void ScanCommand(CommandContext& ctx) {
   if (!ParseScan(ctx, &args)) {
     return;
   }
-  auto page =
-      ctx.server.db().Scan(ctx.client.db, args.cursor, args.pattern, args.count, args.type);
+  auto page = ctx.server.db().Scan(ctx.client.db, args.cursor, args.pattern, args.count, args.type);
   if (!page.ok()) {
     ReplyStatusError(ctx.out, page.status());
     return;
@@ -367,9 +388,8 @@ void DbSizeCommand(CommandContext& ctx) {
 
 // [ASYNC|SYNC]: both are accepted and mean the same here (a flush is a range delete, O(1)).
 bool ParseFlushMode(CommandContext& ctx) {
-  if (ctx.argv.size() > 2 ||
-      (ctx.argv.size() == 2 && !EqualsIgnoreCase(ctx.argv[1], "sync") &&
-       !EqualsIgnoreCase(ctx.argv[1], "async"))) {
+  if (ctx.argv.size() > 2 || (ctx.argv.size() == 2 && !EqualsIgnoreCase(ctx.argv[1], "sync") &&
+                              !EqualsIgnoreCase(ctx.argv[1], "async"))) {
     ctx.out.Error(kSyntaxError);
     return false;
   }
@@ -383,7 +403,7 @@ void FlushGeneric(CommandContext& ctx, bool all) {
   auto& db = ctx.server.db();
   auto s = all ? db.FlushAll() : db.FlushDb(ctx.client.db);
   // WATCHed keys are touched even if the flush failed half-way: a false alarm is safe.
-  ctx.server.BumpAllStripes();
+  ctx.server.TouchAll(all ? std::nullopt : std::optional<uint16_t>(ctx.client.db));
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -391,8 +411,12 @@ void FlushGeneric(CommandContext& ctx, bool all) {
   ctx.out.SimpleString("OK");
 }
 
-void FlushDbCommand(CommandContext& ctx) { FlushGeneric(ctx, false); }
-void FlushAllCommand(CommandContext& ctx) { FlushGeneric(ctx, true); }
+void FlushDbCommand(CommandContext& ctx) {
+  FlushGeneric(ctx, false);
+}
+void FlushAllCommand(CommandContext& ctx) {
+  FlushGeneric(ctx, true);
+}
 
 // ---- registration -------------------------------------------------------------------------------
 
@@ -450,12 +474,10 @@ void RegisterKeyspaceCommands(CommandTable& table) {
   table.Add(Row("expireat", -3, kW | kFast, 1, 1, 1, ExpireAtCommand,
                 "Set the expiration for a key as a UNIX timestamp", "1.2.0", "O(1)",
                 {kKeyArg, {"unix-time-seconds", "unix-time", "", false, false}, kConditionArg}));
-  table.Add(Row("pexpireat", -3, kW | kFast, 1, 1, 1, PExpireAtCommand,
-                "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
-                "2.6.0", "O(1)",
-                {kKeyArg,
-                 {"unix-time-milliseconds", "unix-time", "", false, false},
-                 kConditionArg}));
+  table.Add(Row(
+      "pexpireat", -3, kW | kFast, 1, 1, 1, PExpireAtCommand,
+      "Set the expiration for a key as a UNIX timestamp specified in milliseconds", "2.6.0", "O(1)",
+      {kKeyArg, {"unix-time-milliseconds", "unix-time", "", false, false}, kConditionArg}));
   table.Add(Row("ttl", 2, kR | kFast, 1, 1, 1, TtlCommand, "Get the time to live for a key",
                 "1.0.0", "O(1)", {kKeyArg}));
   table.Add(Row("pttl", 2, kR | kFast, 1, 1, 1, PTtlCommand,
@@ -476,11 +498,11 @@ void RegisterKeyspaceCommands(CommandTable& table) {
                  {"pattern", "pattern", "MATCH", true, false},
                  {"count", "integer", "COUNT", true, false},
                  {"type", "string", "TYPE", true, false}}));
-  auto keys = Row("keys", 2, kR, 0, 0, 0, KeysCommand, "Find all keys matching the given pattern",
-                  "1.0.0",
-                  "O(N) with N being the number of keys in the database, under the assumption "
-                  "that the key names in the database and the given pattern have limited length.",
-                  {{"pattern", "pattern", "", false, false}});
+  auto keys =
+      Row("keys", 2, kR, 0, 0, 0, KeysCommand, "Find all keys matching the given pattern", "1.0.0",
+          "O(N) with N being the number of keys in the database, under the assumption "
+          "that the key names in the database and the given pattern have limited length.",
+          {{"pattern", "pattern", "", false, false}});
   keys.acl_categories = {"@keyspace", "@read", "@slow", "@dangerous"};
   table.Add(std::move(keys));
   table.Add(Row("randomkey", 1, kR, 0, 0, 0, RandomKeyCommand,

@@ -19,7 +19,9 @@
 namespace cuckood::server {
 namespace {
 
-uint64_t RoundUp8(uint64_t n) { return (n + 7) & ~uint64_t{7}; }
+uint64_t RoundUp8(uint64_t n) {
+  return (n + 7) & ~uint64_t{7};
+}
 
 // Redis's layout for a string key: the key's sds, a dict entry, and the value object (strings of
 // up to 44 bytes share one allocation with their object header).
@@ -167,9 +169,8 @@ void DiskHelpCommand(CommandContext& ctx) {
              "    Return the approximate bytes <key> takes on disk (metadata and pages)."});
 }
 
-CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler,
-                std::string summary, std::string since, std::string complexity,
-                std::vector<CommandArgDoc> args = {}) {
+CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
+                std::string since, std::string complexity, std::vector<CommandArgDoc> args = {}) {
   CommandSpec s;
   s.name = std::move(name);
   s.arity = arity;
@@ -186,19 +187,19 @@ CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler,
 }  // namespace
 
 void RegisterMemoryCommands(CommandTable& table) {
-  auto memory = ContainerSpec("memory", "A container for memory diagnostics commands", "4.0.0",
-                              "server");
-  auto usage = Sub("memory|usage", -3, kReadOnly, MemoryUsageCommand,
-                   "Estimate the memory usage of a key", "4.0.0",
-                   "O(N) where N is the number of samples.",
-                   {{"key", "key", "", false, false}, {"count", "integer", "SAMPLES", true, false}});
+  auto memory =
+      ContainerSpec("memory", "A container for memory diagnostics commands", "4.0.0", "server");
+  auto usage =
+      Sub("memory|usage", -3, kReadOnly, MemoryUsageCommand, "Estimate the memory usage of a key",
+          "4.0.0", "O(N) where N is the number of samples.",
+          {{"key", "key", "", false, false}, {"count", "integer", "SAMPLES", true, false}});
   usage.first_key = 2;
   usage.last_key = 2;
   usage.step = 1;
   usage.acl_categories = {"@read", "@slow"};
   memory.subcommands.push_back(std::move(usage));
-  memory.subcommands.push_back(Sub("memory|stats", 2, 0, MemoryStatsCommand,
-                                   "Show memory usage details", "4.0.0", "O(1)"));
+  memory.subcommands.push_back(
+      Sub("memory|stats", 2, 0, MemoryStatsCommand, "Show memory usage details", "4.0.0", "O(1)"));
   memory.subcommands.push_back(Sub("memory|doctor", 2, 0, MemoryDoctorCommand,
                                    "Outputs memory problems report", "4.0.0", "O(1)"));
   memory.subcommands.push_back(Sub("memory|malloc-stats", 2, 0, MemoryMallocStatsCommand,
@@ -212,11 +213,11 @@ void RegisterMemoryCommands(CommandTable& table) {
                                    "O(1)"));
   table.Add(std::move(memory));
 
-  auto disk = ContainerSpec("disk", "A container for disk usage commands (cuckood)", "7.0.0",
-                            "server");
-  auto disk_usage = Sub("disk|usage", 3, kReadOnly, DiskUsageCommand,
-                        "Estimate the bytes a key takes on disk", "7.0.0", "O(1)",
-                        {{"key", "key", "", false, false}});
+  auto disk =
+      ContainerSpec("disk", "A container for disk usage commands (cuckood)", "7.0.0", "server");
+  auto disk_usage =
+      Sub("disk|usage", 3, kReadOnly, DiskUsageCommand, "Estimate the bytes a key takes on disk",
+          "7.0.0", "O(1)", {{"key", "key", "", false, false}});
   disk_usage.first_key = 2;
   disk_usage.last_key = 2;
   disk_usage.step = 1;

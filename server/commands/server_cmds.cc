@@ -153,12 +153,12 @@ void ConfigRewriteCommand(CommandContext& ctx) {
 }
 
 void ConfigHelpCommand(CommandContext& ctx) {
-  ReplyHelp(ctx.out, "CONFIG",
-            {"GET <pattern>",
-             "    Return parameters matching the glob-like <pattern> and their values.",
-             "SET <directive> <value>", "    Set the configuration <directive> to <value>.",
-             "RESETSTAT", "    Reset statistics reported by the INFO command.", "REWRITE",
-             "    Rewrite the configuration file (not supported)."});
+  ReplyHelp(
+      ctx.out, "CONFIG",
+      {"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+       "SET <directive> <value>", "    Set the configuration <directive> to <value>.", "RESETSTAT",
+       "    Reset statistics reported by the INFO command.", "REWRITE",
+       "    Rewrite the configuration file (not supported)."});
 }
 
 // ---- TIME / LASTSAVE / SAVE / BGSAVE / BGREWRITEAOF / SHUTDOWN ----------------------------------
@@ -291,8 +291,12 @@ void SlowlogHelpCommand(CommandContext& ctx) {
 
 // ---- LATENCY: no latency events are sampled, so every report is empty ---------------------------
 
-void EmptyArrayCommand(CommandContext& ctx) { ctx.out.ArrayHeader(0); }
-void LatencyResetCommand(CommandContext& ctx) { ctx.out.Integer(0); }
+void EmptyArrayCommand(CommandContext& ctx) {
+  ctx.out.ArrayHeader(0);
+}
+void LatencyResetCommand(CommandContext& ctx) {
+  ctx.out.Integer(0);
+}
 
 void LatencyGraphCommand(CommandContext& ctx) {
   ctx.out.Error("ERR No samples available for event '" + std::string(ctx.argv[2]) + "'");
@@ -350,7 +354,9 @@ void RoleCommand(CommandContext& ctx) {
   ctx.out.ArrayHeader(0);
 }
 
-void MonitorCommand(CommandContext& ctx) { ctx.out.Error("ERR MONITOR is not supported"); }
+void MonitorCommand(CommandContext& ctx) {
+  ctx.out.Error("ERR MONITOR is not supported");
+}
 
 // WAIT numreplicas timeout: there are no replicas to wait for.
 void WaitCommand(CommandContext& ctx) {
@@ -370,7 +376,9 @@ void WaitCommand(CommandContext& ctx) {
   ctx.out.Integer(0);
 }
 
-void ClusterDisabledCommand(CommandContext& ctx) { ctx.out.Error(kClusterDisabled); }
+void ClusterDisabledCommand(CommandContext& ctx) {
+  ctx.out.Error(kClusterDisabled);
+}
 
 // ---- registration -------------------------------------------------------------------------------
 
@@ -395,17 +403,16 @@ constexpr uint32_t kAdm = kAdmin | kNoScript | kLoading | kStale;
 constexpr uint32_t kHelp = kLoading | kStale;
 
 CommandSpec ConfigSpec() {
-  auto config = ContainerSpec("config", "A container for server configuration commands", "2.0.0",
-                              "server");
+  auto config =
+      ContainerSpec("config", "A container for server configuration commands", "2.0.0", "server");
   config.subcommands.push_back(
       Row("config|get", -3, kAdm, ConfigGetCommand, "Get the values of configuration parameters",
           "2.0.0", {}, {{"parameter", "string", "", false, true}},
           "O(N) when N is the number of configuration parameters provided"));
-  config.subcommands.push_back(
-      Row("config|set", -4, kAdm, ConfigSetCommand,
-          "Set configuration parameters to the given values", "2.0.0", {},
-          {{"parameter", "string", "", false, true}, {"value", "string", "", false, true}},
-          "O(N) when N is the number of configuration parameters provided"));
+  config.subcommands.push_back(Row(
+      "config|set", -4, kAdm, ConfigSetCommand, "Set configuration parameters to the given values",
+      "2.0.0", {}, {{"parameter", "string", "", false, true}, {"value", "string", "", false, true}},
+      "O(N) when N is the number of configuration parameters provided"));
   config.subcommands.push_back(Row("config|resetstat", 2, kAdm, ConfigResetStatCommand,
                                    "Reset the stats returned by INFO", "2.0.0"));
   config.subcommands.push_back(
@@ -424,13 +431,13 @@ CommandSpec SlowlogSpec() {
                                     SlowlogGetCommand, "Get the slow log's entries", "2.2.12", acl,
                                     {{"count", "integer", "", true, false}},
                                     "O(N) where N is the number of entries returned"));
-  slowlog.subcommands.push_back(Row("slowlog|len", 2, kAdmin | kLoading | kStale,
-                                    SlowlogLenCommand, "Get the slow log's length", "2.2.12",
-                                    acl));
+  slowlog.subcommands.push_back(Row("slowlog|len", 2, kAdmin | kLoading | kStale, SlowlogLenCommand,
+                                    "Get the slow log's length", "2.2.12", acl));
   slowlog.subcommands.push_back(Row("slowlog|reset", 2, kAdmin | kLoading | kStale,
                                     SlowlogResetCommand, "Clear all entries from the slow log",
-                                    "2.2.12", acl, {}, "O(N) where N is the number of entries "
-                                                       "in the slowlog"));
+                                    "2.2.12", acl, {},
+                                    "O(N) where N is the number of entries "
+                                    "in the slowlog"));
   slowlog.subcommands.push_back(Row("slowlog|help", 2, kHelp, SlowlogHelpCommand,
                                     "Show helpful text about the different subcommands", "6.2.0",
                                     {"@slow"}));
@@ -438,8 +445,8 @@ CommandSpec SlowlogSpec() {
 }
 
 CommandSpec LatencySpec() {
-  auto latency = ContainerSpec("latency", "A container for latency diagnostics commands",
-                               "2.8.13", "server");
+  auto latency =
+      ContainerSpec("latency", "A container for latency diagnostics commands", "2.8.13", "server");
   auto& subs = latency.subcommands;
   subs.push_back(Row("latency|latest", 2, kAdm, EmptyArrayCommand,
                      "Return the latest latency samples for all events", "2.8.13"));
@@ -463,8 +470,8 @@ CommandSpec LatencySpec() {
 
 void RegisterServerCommands(CommandTable& table) {
   table.Add(Row("info", -1, kLoading | kStale, InfoCommand,
-                "Get information and statistics about the server", "1.0.0",
-                {"@slow", "@dangerous"}, {{"section", "string", "", true, true}}));
+                "Get information and statistics about the server", "1.0.0", {"@slow", "@dangerous"},
+                {{"section", "string", "", true, true}}));
   table.Add(ConfigSpec());
   table.Add(Row("time", 1, kLoading | kStale | kFast, TimeCommand, "Return the current server time",
                 "2.6.0", {"@fast"}));
@@ -472,7 +479,7 @@ void RegisterServerCommands(CommandTable& table) {
                 "Get the UNIX time stamp of the last successful save to disk", "1.0.0",
                 {"@admin", "@fast", "@dangerous"}));
   table.Add(Row("save", 1, kAdmin | kNoScript, SaveCommand,
-                "Synchronously save the dataset to disk", "1.0.0", {},  {},
+                "Synchronously save the dataset to disk", "1.0.0", {}, {},
                 "O(N) where N is the total number of keys in all databases"));
   table.Add(Row("bgsave", -1, kAdmin | kNoScript, BgSaveCommand,
                 "Asynchronously save the dataset to disk", "1.0.0", {},
@@ -481,30 +488,32 @@ void RegisterServerCommands(CommandTable& table) {
   table.Add(Row("bgrewriteaof", 1, kAdmin | kNoScript, BgRewriteAofCommand,
                 "Asynchronously rewrite the append-only file", "1.0.0"));
   table.Add(Row("shutdown", -1, kAdm, ShutdownCommand,
-                "Synchronously save the dataset to disk and then shut down the server", "1.0.0",
-                {}, {{"nosave_save", "oneof", "NOSAVE|SAVE", true, false},
-                     {"now", "pure-token", "NOW", true, false},
-                     {"force", "pure-token", "FORCE", true, false},
-                     {"abort", "pure-token", "ABORT", true, false}},
+                "Synchronously save the dataset to disk and then shut down the server", "1.0.0", {},
+                {{"nosave_save", "oneof", "NOSAVE|SAVE", true, false},
+                 {"now", "pure-token", "NOW", true, false},
+                 {"force", "pure-token", "FORCE", true, false},
+                 {"abort", "pure-token", "ABORT", true, false}},
                 "O(N) when saving, where N is the total number of keys in all databases when "
                 "saving data, otherwise O(1)"));
   table.Add(SlowlogSpec());
   table.Add(LatencySpec());
-  table.Add(Row("lolwut", -1, kReadOnly | kFast, LolwutCommand, "Display some computer art and "
-                "the Redis version", "5.0.0", {}, {{"version", "integer", "VERSION", true, false}}));
-  table.Add(Row("debug", -2, kAdm, DebugCommand, "A container for debugging commands", "1.0.0",
-                {}, {}, "Depends on subcommand."));
+  table.Add(Row("lolwut", -1, kReadOnly | kFast, LolwutCommand,
+                "Display some computer art and "
+                "the Redis version",
+                "5.0.0", {}, {{"version", "integer", "VERSION", true, false}}));
+  table.Add(Row("debug", -2, kAdm, DebugCommand, "A container for debugging commands", "1.0.0", {},
+                {}, "Depends on subcommand."));
   table.Add(Row("role", 1, kNoScript | kLoading | kStale | kFast, RoleCommand,
                 "Return the role of the instance in the context of replication", "2.8.12",
                 {"@admin", "@fast", "@dangerous"}));
   table.Add(Row("monitor", 1, kAdm, MonitorCommand,
                 "Listen for all requests received by the server in real time", "1.0.0"));
-  auto wait = Row("wait", 3, kNoScript, WaitCommand,
-                  "Wait for the synchronous replication of all the write commands sent in the "
-                  "context of the current connection",
-                  "3.0.0", {"@slow", "@connection"},
-                  {{"numreplicas", "integer", "", false, false},
-                   {"timeout", "integer", "", false, false}});
+  auto wait =
+      Row("wait", 3, kNoScript, WaitCommand,
+          "Wait for the synchronous replication of all the write commands sent in the "
+          "context of the current connection",
+          "3.0.0", {"@slow", "@connection"},
+          {{"numreplicas", "integer", "", false, false}, {"timeout", "integer", "", false, false}});
   wait.group = "generic";
   table.Add(std::move(wait));
   for (const char* name : {"readonly", "readwrite"}) {

@@ -104,6 +104,23 @@ void Get(CommandContext& ctx) {
   ctx.out.Bulk((*m)->value);
 }
 
+void StrLen(CommandContext& ctx) {
+  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  if (!m.ok()) {
+    ReplyStatusError(ctx.out, m.status());
+    return;
+  }
+  if (!m->has_value()) {
+    ctx.out.Integer(0);
+    return;
+  }
+  if ((*m)->type != storage::KeyType::kString) {
+    ctx.out.Error(kWrongTypeError);
+    return;
+  }
+  ctx.out.Integer(static_cast<int64_t>((*m)->value.size()));
+}
+
 }  // namespace
 
 void RegisterStringCommands(CommandTable& table) {
@@ -113,8 +130,9 @@ void RegisterStringCommands(CommandTable& table) {
   set.flags = kWrite | kDenyOom;
   set.first_key = set.last_key = set.step = 1;
   set.handler = Set;
-  set.summary = "Sets the string value of a key, ignoring its type. The key is created if it "
-                "doesn't exist.";
+  set.summary =
+      "Sets the string value of a key, ignoring its type. The key is created if it "
+      "doesn't exist.";
   set.group = "string";
   set.complexity = "O(1)";
   set.args = {{"key", "key", "", false, false},
@@ -137,6 +155,20 @@ void RegisterStringCommands(CommandTable& table) {
   get.args = {{"key", "key", "", false, false}};
   get.acl_categories = {"read", "string", "fast"};
   table.Add(get);
+
+  CommandSpec strlen;
+  strlen.name = "strlen";
+  strlen.arity = 2;
+  strlen.flags = kReadOnly | kFast;
+  strlen.first_key = strlen.last_key = strlen.step = 1;
+  strlen.handler = StrLen;
+  strlen.summary = "Returns the length of a string value.";
+  strlen.since = "2.2.0";
+  strlen.group = "string";
+  strlen.complexity = "O(1)";
+  strlen.args = {{"key", "key", "", false, false}};
+  strlen.acl_categories = {"read", "string", "fast"};
+  table.Add(strlen);
 }
 
 }  // namespace cuckood::server

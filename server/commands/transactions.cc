@@ -8,11 +8,11 @@
 namespace cuckood::server {
 namespace {
 
-void ResetMulti(Client& c) {
+void ResetMulti(Server& server, Client& c) {
   c.in_multi = false;
   c.multi_dirty = false;
   c.queued.clear();
-  c.watched.clear();
+  server.UnwatchAll(c);
 }
 
 void Multi(CommandContext& ctx) {
@@ -31,7 +31,7 @@ void Discard(CommandContext& ctx) {
     ctx.out.Error("ERR DISCARD without MULTI");
     return;
   }
-  ResetMulti(ctx.client);
+  ResetMulti(ctx.server, ctx.client);
   ctx.out.SimpleString("OK");
 }
 
@@ -42,13 +42,21 @@ void Exec(CommandContext& ctx) {
     return;
   }
   if (c.multi_dirty) {
-    ResetMulti(c);
+    ResetMulti(ctx.server, c);
     ctx.out.Error("EXECABORT Transaction discarded because of previous errors.");
     return;
   }
   auto queued = std::move(c.queued);
-  auto watched = std::move(c.watched);
-  ResetMulti(c);
+  auto watched = c.watched;
+  Server& srv = ctx.server;
+  struct UnwatchOnExit {
+    Server& server;
+    Client& client;
+    ~UnwatchOnExit() { server.UnwatchAll(client); }
+  } unwatch_at_end{srv, c};
+  c.in_multi = false;
+  c.multi_dirty = false;
+  c.queued.clear();
   Server& server = ctx.server;
   auto& locks = server.db().locks();
   std::vector<size_t> stripes;
@@ -73,12 +81,14 @@ void Exec(CommandContext& ctx) {
       stripes[i] = i;
     }
   }
-  for (auto [stripe, version] : watched) {
-    stripes.push_back(stripe);
+  for (const auto& [id, version] : watched) {
+    const uint16_t db =
+        static_cast<uint16_t>((static_cast<uint8_t>(id[0]) << 8) | static_cast<uint8_t>(id[1]));
+    stripes.push_back(locks.StripeOf(db, std::string_view(id).substr(2)));
   }
   storage::LockGuard guard(&locks, stripes);
-  for (auto [stripe, version] : watched) {
-    if (server.StripeVersion(stripe) != version) {
+  for (const auto& [id, version] : watched) {
+    if (server.WatchVersion(id) != version) {
       ctx.out.NullArray();
       return;
     }
@@ -98,16 +108,15 @@ void Watch(CommandContext& ctx) {
     ctx.out.Error("ERR WATCH inside MULTI is not allowed");
     return;
   }
-  auto& locks = ctx.server.db().locks();
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    size_t stripe = locks.StripeOf(ctx.client.db, ctx.argv[i]);
-    ctx.client.watched.emplace_back(stripe, ctx.server.StripeVersion(stripe));
+    uint64_t version = ctx.server.Watch(ctx.client.db, ctx.argv[i]);
+    ctx.client.watched.emplace_back(Server::WatchId(ctx.client.db, ctx.argv[i]), version);
   }
   ctx.out.SimpleString("OK");
 }
 
 void Unwatch(CommandContext& ctx) {
-  ctx.client.watched.clear();
+  ctx.server.UnwatchAll(ctx.client);
   ctx.out.SimpleString("OK");
 }
 
