@@ -14,7 +14,7 @@ void CommandTable::Add(CommandSpec spec) {
 
 const CommandSpec* CommandTable::Find(std::string_view name) const {
   // Lower-case into a stack buffer: no allocation on the command path.
-  char buf[64];
+  char buf[64] = {};
   if (name.size() > sizeof(buf)) {
     return nullptr;
   }

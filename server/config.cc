@@ -428,6 +428,10 @@ std::vector<OptionRow> BuildTable() {
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,
                         kMiB, kInt64Max));
+  t.push_back(MemoryRow("cache-size",
+                        "In-memory cache of filter pages and metadata in front of RocksDB; 0 = "
+                        "none",
+                        false, &C::cache_size, 0, kInt64Max));
   t.push_back(IntRow("slowlog-log-slower-than",
                      "Log commands slower than this many microseconds; -1 = off, 0 = all", true,
                      &C::slowlog_log_slower_than, -1, kInt64Max));

@@ -31,6 +31,7 @@ struct Config {
   uint64_t client_query_buffer_limit = 1ULL << 30;
   uint64_t client_output_buffer_limit = 0;  // hard limit per normal client in bytes; 0 = none
   uint64_t block_cache_size = 256ULL << 20;
+  uint64_t cache_size = 256ULL << 20;  // in-memory cache of decoded metadata and pages
   uint64_t write_buffer_size = 64ULL << 20;
   int64_t slowlog_log_slower_than = 10000;  // microseconds; <0 disables, 0 logs everything
   uint64_t slowlog_max_len = 128;

@@ -164,7 +164,7 @@ void Server::Start() {
     throw std::runtime_error(engine.status().message());
   }
   engine_ = std::move(*engine);
-  db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes);
+  db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes, cfg.cache_size);
   background_ = std::make_unique<asio::thread_pool>(2);
 
   int workers =
@@ -511,6 +511,21 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
         }
       }
       guard = storage::LockGuard(&db_->locks(), std::move(stripes));
+    }
+  }
+  std::optional<storage::UncachedReads> uncached;
+  if (!write && !locks_held && spec.first_key > 0) {
+    // Readers hold their keys' stripes shared, so no writer of those keys is half-way while
+    // they read the in-memory cache. When a writer holds one (a long CF.COMPACT), the reader
+    // does not wait: it reads a RocksDB snapshot instead.
+    std::vector<size_t> stripes;
+    for (auto key : CommandKeys(spec, argv)) {
+      stripes.push_back(db_->locks().StripeOf(client.db, key));
+    }
+    if (auto g = storage::LockGuard::TryShared(&db_->locks(), std::move(stripes))) {
+      guard = std::move(*g);
+    } else {
+      uncached.emplace();
     }
   }
   CommandContext ctx{*this, client, out, argv};

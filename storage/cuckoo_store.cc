@@ -2,6 +2,8 @@
 // and commits dirty pages plus metadata in one WriteBatch. A command that fails writes nothing.
 #include <rocksdb/write_batch.h>
 
+#include <optional>
+
 #include "storage/db.h"
 #include "storage/page_cache.h"
 
@@ -89,8 +91,9 @@ Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
   }
   // Only metadata: pages are created when first written.
   rocksdb::WriteBatch batch;
-  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, key), EncodeMetadata(*meta));
-  return engine_->Write(&batch);
+  const std::string mk = EncodeMetaKey(ns, key);
+  (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(*meta));
+  return Commit(&batch, nullptr, {{mk, &*meta}});
 }
 
 StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
@@ -128,7 +131,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
     if (created) {
       rocksdb::WriteBatch batch;
       (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-      auto s = engine_->Write(&batch);
+      auto s = Commit(&batch, nullptr, {{meta_key, &meta}});
       if (!s.ok()) {
         return s;
       }
@@ -137,7 +140,8 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   }
   auto hashes = HashAll(items);
   auto& filter = meta.cuckoo.filter;
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size);
+  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
+                  &mem_);
   cache.Prefetch(hashes);
   const core::Limits limits = LimitsFor(meta, settings);
   out.results.reserve(hashes.size());
@@ -158,7 +162,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   cache.AddDirty(&batch);
   meta.size = filter.num_items;
   (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  auto s = engine_->Write(&batch);
+  auto s = Commit(&batch, &cache, {{meta_key, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -169,11 +173,16 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
                                              const std::vector<std::string_view>& items,
                                              bool count) {
   std::vector<uint64_t> out(items.size(), 0);
-  // No snapshot (taking one locks the DB mutex): the metadata comes first, then every candidate
-  // page in one MultiGet, which reads all its keys at one sequence number. Pages from a state
-  // newer than the metadata only hold writes made after it, so every answer matches a moment
-  // between the two reads.
-  auto m = GetWith(rocksdb::ReadOptions(), ns, key);
+  // The caller holds the key's stripe shared, so no writer of this key runs meanwhile: the
+  // metadata and pages (from the in-memory cache, the rest in one MultiGet) are one state. A
+  // caller that could not take the stripe reads one RocksDB snapshot instead.
+  std::optional<SnapshotHolder> snap;
+  rocksdb::ReadOptions ro;
+  if (UncachedReads::active()) {
+    snap.emplace(engine_->db());
+    ro.snapshot = snap->get();
+  }
+  auto m = GetWith(ro, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -182,8 +191,8 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   }
   const Metadata& meta = **m;
   auto hashes = HashAll(items);
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
-                  meta.cuckoo.page_size);
+  PageCache cache(engine_, ro.snapshot, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
+                  meta.cuckoo.page_size, &mem_);
   cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {
     bool io_error = false;
@@ -209,10 +218,13 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size);
+  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
+                  &mem_);
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
     meta.size = filter.num_items;
-    (void)batch->Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
+    auto encoded = EncodeMetadata(meta);
+    (void)batch->Put(engine_->metadata_cf(), meta_key, encoded);
+    cache.AddPublish(MetaCacheKey(meta_key), std::move(encoded));
   });
   auto h = core::HashItem(item);
   cache.Prefetch(std::span<const core::ItemHash>(&h, 1));
@@ -228,7 +240,7 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
   cache.AddDirty(&batch);
   meta.size = filter.num_items;
   (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  auto s = engine_->Write(&batch);
+  auto s = Commit(&batch, &cache, {{meta_key, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -246,9 +258,12 @@ Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size);
+  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
+                  &mem_);
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
-    (void)batch->Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
+    auto encoded = EncodeMetadata(meta);
+    (void)batch->Put(engine_->metadata_cf(), meta_key, encoded);
+    cache.AddPublish(MetaCacheKey(meta_key), std::move(encoded));
   });
   bool ok = core::Compact(filter, cache, /*stop_on_stuck=*/false);
   pages_loaded_ += cache.pages_loaded();
@@ -258,7 +273,7 @@ Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
   rocksdb::WriteBatch batch;
   cache.AddDirty(&batch);
   (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  return engine_->Write(&batch);
+  return Commit(&batch, &cache, {{meta_key, &meta}});
 }
 
 StatusOr<Metadata> Db::CfInfo(uint16_t ns, std::string_view key) {
@@ -351,7 +366,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     meta.cuckoo.page_size = settings.page_size;
     rocksdb::WriteBatch batch;
     (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-    return engine_->Write(&batch);
+    return Commit(&batch, nullptr, {{meta_key, &meta}});
   }
   if (!m->has_value()) {
     return Status(Code::kNotFound, "ERR not found");
@@ -365,14 +380,14 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     return Status(Code::kInvalid, "Couldn't load chunk!");
   }
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
-                  meta.cuckoo.page_size);
+                  meta.cuckoo.page_size, &mem_);
   auto s = cache.WriteRange(range->filter, range->offset, data);
   if (!s.ok()) {
     return s;
   }
   rocksdb::WriteBatch batch;
   cache.AddDirty(&batch);
-  return engine_->Write(&batch);
+  return Commit(&batch, &cache, {});
 }
 
 }  // namespace cuckood::storage

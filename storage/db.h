@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,6 +20,7 @@
 #include "storage/engine.h"
 #include "storage/format.h"
 #include "storage/locks.h"
+#include "storage/mem_cache.h"
 #include "storage/status.h"
 
 namespace cuckood::storage {
@@ -58,9 +60,25 @@ struct ScanPage {
   std::vector<std::string> keys;
 };
 
+// While one of these lives on a thread, that thread's reads skip the in-memory cache and read
+// one RocksDB snapshot: for readers that could not take their key's stripe (a writer, e.g. a
+// long CF.COMPACT, holds it), so they never wait for it and still see a committed state.
+class UncachedReads {
+ public:
+  UncachedReads();
+  ~UncachedReads();
+  UncachedReads(const UncachedReads&) = delete;
+  UncachedReads& operator=(const UncachedReads&) = delete;
+  static bool active();
+
+ private:
+  bool previous_;
+};
+
 class Db {
  public:
-  Db(Engine* engine, size_t lock_stripes = 4096);
+  // cache_bytes: size of the in-memory cache of metadata and pages (0 = none).
+  Db(Engine* engine, size_t lock_stripes = 4096, uint64_t cache_bytes = 256ULL << 20);
 
   Engine* engine() { return engine_; }
   LockManager& locks() { return locks_; }
@@ -117,6 +135,7 @@ class Db {
 
   // Number of pages RocksDB served to page caches (INFO).
   uint64_t pages_loaded() const { return pages_loaded_.load(); }
+  MemCache& cache() { return mem_; }
 
  private:
   StatusOr<std::optional<Metadata>> GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
@@ -125,9 +144,19 @@ class Db {
   StatusOr<Metadata> NewFilter(uint64_t capacity, uint16_t bucket_size, uint16_t max_iterations,
                                uint16_t expansion, const CfSettings& settings);
   core::Limits LimitsFor(const Metadata& meta, const CfSettings& settings) const;
+  // A metadata change to publish to the cache once its batch is committed (meta null = gone).
+  struct MetaChange {
+    const std::string& meta_key;
+    const Metadata* meta;
+  };
+  // Writes the batch; on success publishes the pages of `pages` (may be null) and the metadata
+  // changes to the in-memory cache.
+  Status Commit(rocksdb::WriteBatch* batch, class PageCache* pages,
+                std::initializer_list<MetaChange> metas);
 
   Engine* engine_;
   LockManager locks_;
+  MemCache mem_;
   std::atomic<uint64_t> pages_loaded_{0};
   std::atomic<uint64_t> scan_seq_{0};
   std::mutex scan_mu_;

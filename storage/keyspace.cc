@@ -6,6 +6,7 @@
 #include <random>
 
 #include "storage/db.h"
+#include "storage/page_cache.h"
 
 namespace cuckood::storage {
 namespace {
@@ -139,19 +140,65 @@ bool GlobMatch(std::string_view pattern, std::string_view text, bool nocase) {
                        text.data() + text.size(), nocase, 0);
 }
 
-Db::Db(Engine* engine, size_t lock_stripes) : engine_(engine), locks_(lock_stripes) {
+namespace {
+thread_local bool t_uncached_reads = false;
+}  // namespace
+
+UncachedReads::UncachedReads() : previous_(t_uncached_reads) {
+  t_uncached_reads = true;
+}
+UncachedReads::~UncachedReads() {
+  t_uncached_reads = previous_;
+}
+bool UncachedReads::active() {
+  return t_uncached_reads;
+}
+
+Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
+    : engine_(engine), locks_(lock_stripes), mem_(cache_bytes) {
   scan_cursors_.resize(kScanCursorSlots);
+}
+
+Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,
+                  std::initializer_list<MetaChange> metas) {
+  auto s = engine_->Write(batch);
+  if (!s.ok()) {
+    return s;
+  }
+  if (pages != nullptr) {
+    pages->Publish();
+  }
+  for (const auto& m : metas) {
+    mem_.Put(MetaCacheKey(m.meta_key),
+             m.meta ? std::optional<std::string>(EncodeMetadata(*m.meta)) : std::nullopt);
+  }
+  return Status::Ok();
 }
 
 StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
                                               std::string_view key) {
   std::string raw;
-  auto s = engine_->db()->Get(ro, engine_->metadata_cf(), EncodeMetaKey(ns, key), &raw);
-  if (s.IsNotFound()) {
-    return std::optional<Metadata>();
-  }
-  if (!s.ok()) {
-    return Engine::FromRocks(s);
+  const std::string mk = EncodeMetaKey(ns, key);
+  std::optional<std::string> cached;
+  const bool use_cache = ro.snapshot == nullptr && !UncachedReads::active();
+  const std::string ck = use_cache ? MetaCacheKey(mk) : std::string();
+  if (use_cache && mem_.Get(ck, &cached)) {
+    if (!cached) {
+      return std::optional<Metadata>();
+    }
+    raw = std::move(*cached);
+  } else {
+    const uint64_t epoch = use_cache ? mem_.Epoch(ck) : 0;
+    auto s = engine_->db()->Get(ro, engine_->metadata_cf(), mk, &raw);
+    if (use_cache && (s.ok() || s.IsNotFound())) {
+      mem_.Fill(ck, s.ok() ? std::optional<std::string>(raw) : std::nullopt, epoch);
+    }
+    if (s.IsNotFound()) {
+      return std::optional<Metadata>();
+    }
+    if (!s.ok()) {
+      return Engine::FromRocks(s);
+    }
   }
   auto meta = DecodeMetadata(raw);
   if (!meta) {
@@ -185,8 +232,9 @@ StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
   }
   // O(1): the pages of this version become unreachable; the pages compaction filter drops them.
   rocksdb::WriteBatch batch;
-  (void)batch.Delete(engine_->metadata_cf(), EncodeMetaKey(ns, key));
-  auto s = engine_->Write(&batch);
+  const std::string mk = EncodeMetaKey(ns, key);
+  (void)batch.Delete(engine_->metadata_cf(), mk);
+  auto s = Commit(&batch, nullptr, {{mk, nullptr}});
   if (!s.ok()) {
     return s;
   }
@@ -204,8 +252,9 @@ StatusOr<bool> Db::SetExpire(uint16_t ns, std::string_view key, uint64_t expire_
   Metadata meta = std::move(**m);
   meta.expire_ms = expire_ms;
   rocksdb::WriteBatch batch;
-  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, key), EncodeMetadata(meta));
-  auto s = engine_->Write(&batch);
+  const std::string mk = EncodeMetaKey(ns, key);
+  (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
+  auto s = Commit(&batch, nullptr, {{mk, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -249,9 +298,11 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
       (void)batch.Put(engine_->default_cf(), EncodeAliasKey(ns, owner, meta.version), dst);
     }
   }
-  (void)batch.Delete(engine_->metadata_cf(), EncodeMetaKey(ns, src));
-  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, dst), EncodeMetadata(meta));
-  auto s = engine_->Write(&batch);
+  const std::string src_key = EncodeMetaKey(ns, src);
+  const std::string dst_key = EncodeMetaKey(ns, dst);
+  (void)batch.Delete(engine_->metadata_cf(), src_key);
+  (void)batch.Put(engine_->metadata_cf(), dst_key, EncodeMetadata(meta));
+  auto s = Commit(&batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -262,10 +313,14 @@ Status Db::FlushDb(uint16_t ns) {
   rocksdb::WriteBatch batch;
   (void)batch.DeleteRange(engine_->metadata_cf(), NsPrefix(ns), NsEnd(ns));
   (void)batch.DeleteRange(engine_->pages_cf(), NsPrefix(ns), NsEnd(ns));
-  std::string alias_begin = std::string(1, kAliasPrefix) + NsPrefix(ns);
-  std::string alias_end = std::string(1, kAliasPrefix) + NsEnd(ns);
+  std::string alias_begin(1, kAliasPrefix);
+  alias_begin += NsPrefix(ns);
+  std::string alias_end(1, kAliasPrefix);
+  alias_end += NsEnd(ns);
   (void)batch.DeleteRange(engine_->default_cf(), alias_begin, alias_end);
-  return engine_->Write(&batch);
+  auto s = engine_->Write(&batch);
+  mem_.Clear();
+  return s;
 }
 
 Status Db::FlushAll() {
@@ -276,7 +331,9 @@ Status Db::FlushAll() {
   (void)batch.DeleteRange(engine_->pages_cf(), begin, end);
   (void)batch.DeleteRange(engine_->default_cf(), std::string(1, kAliasPrefix),
                           std::string(1, static_cast<char>(kAliasPrefix + 1)));
-  return engine_->Write(&batch);
+  auto s = engine_->Write(&batch);
+  mem_.Clear();
+  return s;
 }
 
 StatusOr<uint64_t> Db::DbSize(uint16_t ns) {
@@ -461,8 +518,9 @@ Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, 
     }
   }
   rocksdb::WriteBatch batch;
-  (void)batch.Put(engine_->metadata_cf(), EncodeMetaKey(ns, key), EncodeMetadata(meta));
-  return engine_->Write(&batch);
+  const std::string mk = EncodeMetaKey(ns, key);
+  (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
+  return Commit(&batch, nullptr, {{mk, &meta}});
 }
 
 }  // namespace cuckood::storage

@@ -16,13 +16,35 @@ size_t LockManager::StripeOf(uint16_t ns, std::string_view key) const {
   return static_cast<size_t>(h % mutexes_.size());
 }
 
-LockGuard::LockGuard(LockManager* mgr, std::vector<size_t> stripes)
-    : mgr_(mgr), stripes_(std::move(stripes)) {
+LockGuard::LockGuard(LockManager* mgr, std::vector<size_t> stripes, bool shared)
+    : mgr_(mgr), stripes_(std::move(stripes)), shared_(shared) {
   std::sort(stripes_.begin(), stripes_.end());
   stripes_.erase(std::unique(stripes_.begin(), stripes_.end()), stripes_.end());
   for (size_t s : stripes_) {
-    mgr_->stripe(s).lock();
+    if (shared_) {
+      mgr_->stripe(s).lock_shared();
+    } else {
+      mgr_->stripe(s).lock();
+    }
   }
+}
+
+std::optional<LockGuard> LockGuard::TryShared(LockManager* mgr, std::vector<size_t> stripes) {
+  std::sort(stripes.begin(), stripes.end());
+  stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  for (size_t i = 0; i < stripes.size(); ++i) {
+    if (!mgr->stripe(stripes[i]).try_lock_shared()) {
+      while (i-- > 0) {
+        mgr->stripe(stripes[i]).unlock_shared();
+      }
+      return std::nullopt;
+    }
+  }
+  LockGuard g;
+  g.mgr_ = mgr;
+  g.stripes_ = std::move(stripes);
+  g.shared_ = true;
+  return g;
 }
 
 LockGuard::~LockGuard() {
@@ -30,7 +52,7 @@ LockGuard::~LockGuard() {
 }
 
 LockGuard::LockGuard(LockGuard&& other) noexcept
-    : mgr_(other.mgr_), stripes_(std::move(other.stripes_)) {
+    : mgr_(other.mgr_), stripes_(std::move(other.stripes_)), shared_(other.shared_) {
   other.mgr_ = nullptr;
   other.stripes_.clear();
 }
@@ -40,6 +62,7 @@ LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
     Release();
     mgr_ = other.mgr_;
     stripes_ = std::move(other.stripes_);
+    shared_ = other.shared_;
     other.mgr_ = nullptr;
     other.stripes_.clear();
   }
@@ -53,7 +76,11 @@ bool LockGuard::holds(size_t stripe) const {
 void LockGuard::Release() {
   if (mgr_ != nullptr) {
     for (auto it = stripes_.rbegin(); it != stripes_.rend(); ++it) {
-      mgr_->stripe(*it).unlock();
+      if (shared_) {
+        mgr_->stripe(*it).unlock_shared();
+      } else {
+        mgr_->stripe(*it).unlock();
+      }
     }
   }
   stripes_.clear();

@@ -1,8 +1,9 @@
 // Striped key locks.
 //
 // Threading model: each connection runs on one io thread; commands that write take the stripes of
-// every key they touch through a LockGuard (sorted and de-duplicated, so two writers can never
-// deadlock), and hold them until their write batch is committed. MULTI/EXEC takes the stripes of
+// every key they touch exclusively through a LockGuard (sorted and de-duplicated, so two commands
+// can never deadlock), and hold them until their write batch is committed and the in-memory cache
+// updated; commands that read keys take their stripes shared. MULTI/EXEC takes the stripes of
 // every key of every queued command at once. Readers take no lock: a lookup reads the metadata,
 // then all its candidate pages in one MultiGet (one sequence number); SCANDUMP reads through a
 // snapshot. Either way a reader sees only whole committed batches.
@@ -13,6 +14,8 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <shared_mutex>
 #include <string_view>
 #include <vector>
 
@@ -24,22 +27,26 @@ class LockManager {
 
   size_t StripeOf(uint16_t ns, std::string_view key) const;
   size_t stripes() const { return mutexes_.size(); }
-  std::mutex& stripe(size_t i) { return mutexes_[i]; }
+  std::shared_mutex& stripe(size_t i) { return mutexes_[i]; }
 
  private:
-  std::vector<std::mutex> mutexes_;
+  std::vector<std::shared_mutex> mutexes_;
 };
 
-// Holds a set of stripes for its lifetime. Movable, not copyable.
+// Holds a set of stripes for its lifetime, exclusively (writers) or shared (readers). Movable,
+// not copyable.
 class LockGuard {
  public:
   LockGuard() = default;
-  LockGuard(LockManager* mgr, std::vector<size_t> stripes);
+  LockGuard(LockManager* mgr, std::vector<size_t> stripes, bool shared = false);
   ~LockGuard();
   LockGuard(LockGuard&& other) noexcept;
   LockGuard& operator=(LockGuard&& other) noexcept;
   LockGuard(const LockGuard&) = delete;
   LockGuard& operator=(const LockGuard&) = delete;
+
+  // Takes the stripes shared without waiting; nullopt (holding nothing) when a writer has one.
+  static std::optional<LockGuard> TryShared(LockManager* mgr, std::vector<size_t> stripes);
 
   bool holds(size_t stripe) const;
   void Release();
@@ -47,6 +54,7 @@ class LockGuard {
  private:
   LockManager* mgr_ = nullptr;
   std::vector<size_t> stripes_;
+  bool shared_ = false;
 };
 
 }  // namespace cuckood::storage

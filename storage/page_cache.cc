@@ -19,12 +19,13 @@ bool AllZero(std::string_view s) {
 }  // namespace
 
 PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
-                     const core::FilterMeta* meta, uint32_t page_size)
+                     const core::FilterMeta* meta, uint32_t page_size, MemCache* mem)
     : engine_(engine),
       snapshot_(snapshot),
       prefix_(std::move(page_prefix)),
       meta_(meta),
-      geo_(page_size, meta->bucket_size) {}
+      geo_(page_size, meta->bucket_size),
+      mem_(snapshot == nullptr ? mem : nullptr) {}
 
 PageCache::~PageCache() = default;
 
@@ -68,9 +69,27 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   }
   std::string value;
   auto key = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
+  Page p;
+  std::string ck;
+  uint64_t epoch = 0;
+  if (mem_ != nullptr) {
+    ck = PageCacheKey(key);
+    std::optional<std::string> cached;
+    if (mem_->Get(ck, &cached)) {
+      if (!cached) {
+        p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+      } else if (!Accept(f, page, *cached, &p)) {
+        return nullptr;
+      }
+      return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+    }
+    epoch = mem_->Epoch(ck);
+  }
   auto s = engine_->db()->Get(ReadOpts(), engine_->pages_cf(), key, &value);
   ++pages_loaded_;
-  Page p;
+  if (mem_ != nullptr && (s.ok() || s.IsNotFound())) {
+    mem_->Fill(ck, s.ok() ? std::optional<std::string>(value) : std::nullopt, epoch);
+  }
   if (s.IsNotFound()) {
     p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
   } else if (!s.ok()) {
@@ -109,6 +128,31 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   }
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
+  std::vector<uint64_t> epochs;
+  std::vector<std::string> cache_keys;
+  if (mem_ != nullptr) {
+    // Pages in the in-memory cache need no read at all.
+    size_t kept = 0;
+    for (auto [f, page] : want) {
+      auto ck = PageCacheKey(
+          EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
+      std::optional<std::string> cached;
+      if (mem_->Get(ck, &cached)) {
+        Page p;
+        if (!cached) {
+          p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+        } else if (!Accept(f, page, *cached, &p)) {
+          return;
+        }
+        pages_.emplace(Id(f, page), std::move(p));
+        continue;
+      }
+      epochs.push_back(mem_->Epoch(ck));
+      cache_keys.push_back(std::move(ck));
+      want[kept++] = {f, page};
+    }
+    want.resize(kept);
+  }
   if (want.empty()) {
     return;
   }
@@ -125,6 +169,11 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   pages_loaded_ += keys.size();
   for (size_t i = 0; i < keys.size(); ++i) {
     auto [f, page] = want[i];
+    if (mem_ != nullptr && (statuses[i].ok() || statuses[i].IsNotFound())) {
+      mem_->Fill(cache_keys[i],
+                 statuses[i].ok() ? std::optional<std::string>(values[i].ToString()) : std::nullopt,
+                 epochs[i]);
+    }
     Page p;
     if (statuses[i].IsNotFound()) {
       p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
@@ -218,6 +267,7 @@ bool PageCache::Checkpoint() {
       status_ = s;
       return false;
     }
+    Publish();
   }
   pages_.clear();
   dirty_pages_ = 0;
@@ -324,17 +374,34 @@ void PageCache::AddDirty(rocksdb::WriteBatch* batch) {
     } else if (AllZero(page.bytes)) {
       if (page.whole || !AllZero(page.before)) {
         (void)batch->Delete(engine_->pages_cf(), key);
+        if (mem_ != nullptr) {
+          publish_.emplace_back(PageCacheKey(key), std::nullopt);
+        }
       }
-    } else if (!page.whole && EncodePageDelta(page.before, page.bytes, &operand)) {
-      (void)batch->Merge(engine_->pages_cf(), key, operand);
     } else {
-      (void)batch->Put(engine_->pages_cf(), key, page.bytes);
+      if (!page.whole && EncodePageDelta(page.before, page.bytes, &operand)) {
+        (void)batch->Merge(engine_->pages_cf(), key, operand);
+      } else {
+        (void)batch->Put(engine_->pages_cf(), key, page.bytes);
+      }
+      if (mem_ != nullptr) {
+        publish_.emplace_back(PageCacheKey(key), page.bytes);
+      }
     }
     page.dirty = false;
     page.whole = false;
     page.before.clear();
   }
   dirty_pages_ = 0;
+}
+
+void PageCache::Publish() {
+  if (mem_ != nullptr) {
+    for (auto& [key, value] : publish_) {
+      mem_->Put(key, std::move(value));
+    }
+  }
+  publish_.clear();
 }
 
 }  // namespace cuckood::storage

@@ -23,6 +23,7 @@
 #include "core/filter.h"
 #include "storage/engine.h"
 #include "storage/format.h"
+#include "storage/mem_cache.h"
 #include "storage/status.h"
 
 namespace cuckood::storage {
@@ -30,8 +31,10 @@ namespace cuckood::storage {
 class PageCache final : public core::BucketAccess {
  public:
   // meta must outlive the cache; core functions may grow meta.num_filters meanwhile.
+  // mem (optional) is the shared in-memory cache: pages are looked up there first, and the
+  // pages of committed batches are published to it (Publish). Not used with a snapshot.
   PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
-            const core::FilterMeta* meta, uint32_t page_size);
+            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr);
   ~PageCache() override;
 
   // Loads the candidate pages of these items in every sub-filter, in one MultiGet (which reads
@@ -52,11 +55,20 @@ class PageCache final : public core::BucketAccess {
   Status WriteRange(uint32_t f, uint64_t offset, std::string_view data);
 
   // Puts every dirty page into the batch: the changed bytes as a merge operand (see
-  // page_merge.h), a whole page when that is smaller, a delete for an all-zero page.
+  // page_merge.h), a whole page when that is smaller, a delete for an all-zero page. The new
+  // contents wait for Publish().
   void AddDirty(rocksdb::WriteBatch* batch);
+  // After the batch holding AddDirty's pages is committed: the pages (and any extra entries,
+  // e.g. metadata) go to the in-memory cache.
+  void Publish();
+  // Extra cache entries to publish with the pages (key as MemCache keys them).
+  void AddPublish(std::string cache_key, std::optional<std::string> value) {
+    publish_.emplace_back(std::move(cache_key), std::move(value));
+  }
   bool dirty() const { return dirty_pages_ > 0; }
   // Called with every intermediate Checkpoint batch so it also carries the current metadata
-  // (a crash between checkpoints then leaves metadata that agrees with the pages).
+  // (a crash between checkpoints then leaves metadata that agrees with the pages); it may add
+  // cache entries with AddPublish.
   void set_on_checkpoint(std::function<void(rocksdb::WriteBatch*)> fn) {
     on_checkpoint_ = std::move(fn);
   }
@@ -89,6 +101,8 @@ class PageCache final : public core::BucketAccess {
   uint64_t pages_loaded_ = 0;
   Status status_;
   std::function<void(rocksdb::WriteBatch*)> on_checkpoint_;
+  MemCache* mem_;
+  std::vector<std::pair<std::string, std::optional<std::string>>> publish_;
   // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.
   std::unique_ptr<rocksdb::Iterator> scan_it_;
   uint32_t scan_f_ = UINT32_MAX;

@@ -67,7 +67,8 @@ void Exec(CommandContext& ctx) {
     Argv argv(cmd.begin(), cmd.end());
     const CommandSpec* spec = server.commands().Find(argv[0]);
     specs.push_back(spec);
-    if (spec != nullptr && (spec->flags & kWrite)) {
+    if (spec != nullptr) {
+      // Readers too: EXEC holds every key its commands touch, exclusively.
       lock_all |= (spec->flags & kLockAll) != 0;
       for (auto key : CommandKeys(*spec, argv)) {
         stripes.push_back(locks.StripeOf(c.db, key));

@@ -1,0 +1,89 @@
+// An in-memory cache of metadata records and pages in front of RocksDB, so that hot filters are
+// served from memory and RocksDB is the durable store behind it.
+//
+// Entries are raw stored values (a metadata record, a page's bytes) or "absent" (the key is not
+// in RocksDB: a missing page reads as zeros). Writers update entries after their batch is
+// committed (Put); readers install what they read from RocksDB on a miss (Fill), which is
+// refused when a writer changed the same shard meanwhile, so a stale value never overwrites a
+// newer one. Sharded LRU bounded in bytes. Thread-safe.
+//
+// Consistency across several entries (a command's pages) comes from the key stripe locks: a
+// writer updates all of its entries while it holds its keys exclusively, and readers hold them
+// shared (storage/locks.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace cuckood::storage {
+
+class MemCache {
+ public:
+  explicit MemCache(uint64_t capacity_bytes, size_t shards = 64);
+
+  // true on a hit; *value is the cached value, nullopt = known absent.
+  bool Get(std::string_view key, std::optional<std::string>* value);
+  // The shard's write counter, to pass to Fill after reading RocksDB.
+  uint64_t Epoch(std::string_view key);
+  void Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch);
+  // A committed change (nullopt = the key was deleted).
+  void Put(std::string_view key, std::optional<std::string> value);
+  void Clear();
+
+  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
+  uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  uint64_t bytes() const;
+  uint64_t capacity() const { return capacity_; }
+
+ private:
+  struct Entry {
+    std::string key;
+    std::optional<std::string> value;
+  };
+  struct Hash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  struct Shard {
+    std::mutex mu;
+    std::list<Entry> lru;  // front = most recent
+    std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>> map;
+    uint64_t bytes = 0;
+    uint64_t epoch = 0;
+  };
+  Shard& ShardOf(std::string_view key);
+  void Insert(Shard& s, std::string_view key, std::optional<std::string> value);
+  static uint64_t Cost(const Entry& e);
+
+  uint64_t capacity_;
+  uint64_t shard_capacity_;
+  std::vector<std::unique_ptr<Shard>> shards_;
+  std::atomic<uint64_t> hits_{0};
+  std::atomic<uint64_t> misses_{0};
+};
+
+// Cache keys: metadata and pages live in different column families, so their keys get a prefix.
+inline std::string MetaCacheKey(std::string_view meta_key) {
+  std::string k;
+  k.reserve(meta_key.size() + 1);
+  k.push_back('m');
+  k.append(meta_key);
+  return k;
+}
+inline std::string PageCacheKey(std::string_view page_key) {
+  std::string k;
+  k.reserve(page_key.size() + 1);
+  k.push_back('p');
+  k.append(page_key);
+  return k;
+}
+
+}  // namespace cuckood::storage
