@@ -218,8 +218,9 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto pages_opts = DataCfOptions(options, e->cache_, false);
   pages_opts.compaction_filter_factory = std::make_shared<PagesFilterFactory>(e->filter_context_);
   pages_opts.merge_operator = NewPageMergeOperator();
-  // Bounds the chain of operands a read of a hot page must apply while it is in a memtable.
-  pages_opts.max_successive_merges = 32;
+  // No merge folding on write (it costs a memtable lookup per write): hot pages are read from
+  // the in-memory cache, so RocksDB reads (which apply the operands) are rare; flushes and
+  // compactions fold the operands.
 
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs = {
       {rocksdb::kDefaultColumnFamilyName, default_opts},
