@@ -338,6 +338,11 @@ void RocksDbSection(Server& server, Lines& l) {
   l.Add("estimated_keys_metadata", es.estimated_keys_metadata);
   l.Add("estimated_keys_pages", es.estimated_keys_pages);
   l.Add("pages_loaded", server.db().pages_loaded());
+  auto& cache = server.db().cache();
+  l.Add("cache_bytes", cache.bytes());
+  l.Add("cache_capacity", cache.capacity());
+  l.Add("cache_hits", cache.hits());
+  l.Add("cache_misses", cache.misses());
 }
 
 std::string_view Title(std::string_view section) {
