@@ -1,8 +1,8 @@
 // MEMORY (USAGE, STATS, DOCTOR, MALLOC-STATS, PURGE, HELP) and our own DISK USAGE.
 //
 // MEMORY USAGE answers what the key would cost a Redis server holding it in memory: for a
-// filter, its metadata record plus the bytes of its sub-filters (RedisBloom keeps every bucket in
-// RAM); for a string, the key, the value and Redis's per-key overhead. DISK USAGE answers what it
+// filter, what RedisBloom reports (its struct and every bucket, plus the key and dict entry); for a
+// string, the key, the value and Redis's per-key overhead. DISK USAGE answers what it
 // costs here: RocksDB's estimate of the bytes of its metadata and pages.
 #include <malloc.h>
 
@@ -39,13 +39,30 @@ uint64_t StringUsage(std::string_view key, uint64_t value_len) {
   return total;
 }
 
-uint64_t FilterUsage(uint16_t ns, std::string_view key, const storage::Metadata& meta) {
-  uint64_t total = storage::EncodeMetaKey(ns, key).size() + storage::EncodeMetadata(meta).size();
-  const auto& f = meta.cuckoo.filter;
-  for (uint32_t i = 0; i < f.num_filters; ++i) {
-    total += core::SubFilterBytes(f, i);
+// jemalloc's size class of an allocation of n bytes (what Redis's zmalloc_size reports).
+uint64_t SizeClass(uint64_t n) {
+  if (n <= 8) {
+    return 8;
   }
-  return total;
+  if (n <= 128) {
+    return (n + 15) & ~uint64_t{15};
+  }
+  // Above 128: four classes per power of two.
+  uint64_t pow2 = 128;
+  while (pow2 * 2 < n) {
+    pow2 *= 2;
+  }
+  const uint64_t step = pow2 / 4;
+  return (n + step - 1) / step * step;
+}
+
+// What Redis with RedisBloom reports for a filter key: the module's size of the filter (CF.INFO's
+// Size), the key's sds allocation and the dict entry (1112 for `CF.RESERVE cf 1000`).
+uint64_t FilterUsage(std::string_view key, const storage::Metadata& meta) {
+  constexpr uint64_t kDictEntry = 24;
+  const uint64_t sds_header = key.size() < 256 ? 3 : (key.size() < 65536 ? 5 : 9);
+  return core::InfoSize(meta.cuckoo.filter) + SizeClass(sds_header + key.size() + 1) +
+         kDictEntry;
 }
 
 // MEMORY USAGE key [SAMPLES count]: samples is validated as Redis does, then unused (a filter's
@@ -79,7 +96,7 @@ void MemoryUsageCommand(CommandContext& ctx) {
   }
   const auto& meta = **m;
   const uint64_t bytes = meta.type == storage::KeyType::kCuckoo
-                             ? FilterUsage(ctx.client.db, ctx.argv[2], meta)
+                             ? FilterUsage(ctx.argv[2], meta)
                              : StringUsage(ctx.argv[2], meta.value.size());
   ctx.out.Integer(static_cast<int64_t>(bytes));
 }
