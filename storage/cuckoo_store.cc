@@ -387,6 +387,14 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
   }
   rocksdb::WriteBatch batch;
   cache.AddDirty(&batch);
+  if (meta.cuckoo.base_capacity != 0) {
+    // Loaded bytes come with no counters: from now on the item count is the loader's word, not
+    // a count of slots (the offline checker stops comparing the two; base_capacity 0 marks it).
+    Metadata loaded = meta;
+    loaded.cuckoo.base_capacity = 0;
+    (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(loaded));
+    return Commit(&batch, &cache, {{meta_key, &loaded}});
+  }
   return Commit(&batch, &cache, {});
 }
 

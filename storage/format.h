@@ -24,9 +24,10 @@
 //   kString: the value bytes (rest of the record)
 //   kCuckoo: u64 num_deletes | u16 num_filters | u16 expansion (normalised at RESERVE; a
 //            LOADCHUNK header may carry any u16) | u16 bucket_size | u16 max_iterations |
-//            u64 base_num_buckets (N_0) | u64 base_capacity (as requested, 0 = from a header) |
-//            u32 page_size (bytes, fixed at creation) | u32 owner length | owner key bytes
-//            (empty = the pages live under the metadata's own key)
+//            u64 base_num_buckets (N_0) | u64 base_capacity (as requested; 0 = bytes were loaded by
+//            LOADCHUNK, so num_items is the loader's count) | u32 page_size (bytes, fixed at
+//            creation) | u32 owner length | owner key bytes (empty = the pages live under the
+//            metadata's own key)
 //
 // AliasKey (default CF) = 'A' | ns (u16 BE) | owner keylen (u32 BE) | owner key | version (u64 BE)
 //   -> current user key. Written by RENAME of a filter so the pages compaction filter can tell
