@@ -61,8 +61,7 @@ uint64_t SizeClass(uint64_t n) {
 uint64_t FilterUsage(std::string_view key, const storage::Metadata& meta) {
   constexpr uint64_t kDictEntry = 24;
   const uint64_t sds_header = key.size() < 256 ? 3 : (key.size() < 65536 ? 5 : 9);
-  return core::InfoSize(meta.cuckoo.filter) + SizeClass(sds_header + key.size() + 1) +
-         kDictEntry;
+  return core::InfoSize(meta.cuckoo.filter) + SizeClass(sds_header + key.size() + 1) + kDictEntry;
 }
 
 // MEMORY USAGE key [SAMPLES count]: samples is validated as Redis does, then unused (a filter's
