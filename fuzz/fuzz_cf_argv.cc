@@ -33,16 +33,34 @@ using cuckood::server::Config;
 using cuckood::server::Server;
 
 constexpr std::array<std::string_view, 20> kCommands = {
-    "CF.RESERVE", "CF.ADD",    "CF.ADDNX",   "CF.INSERT",    "CF.INSERTNX", "CF.EXISTS",
-    "CF.MEXISTS", "CF.COUNT",  "CF.DEL",     "CF.COMPACT",   "CF.INFO",     "CF.DEBUG",
-    "CF.SCANDUMP", "CF.LOADCHUNK", "SET",    "DEL",          "RENAME",      "TYPE",
-    "EXPIRE",     "OBJECT"};
+    "CF.RESERVE", "CF.ADD", "CF.ADDNX",   "CF.INSERT", "CF.INSERTNX", "CF.EXISTS",   "CF.MEXISTS",
+    "CF.COUNT",   "CF.DEL", "CF.COMPACT", "CF.INFO",   "CF.DEBUG",    "CF.SCANDUMP", "CF.LOADCHUNK",
+    "SET",        "DEL",    "RENAME",     "TYPE",      "EXPIRE",      "OBJECT"};
 constexpr std::array<std::string_view, 3> kKeys = {"k0", "k1", "{k0}x"};
-constexpr std::array<std::string_view, 24> kWords = {
-    "CAPACITY", "NOCREATE", "ITEMS",      "BUCKETSIZE", "MAXITERATIONS", "EXPANSION",
-    "0",        "1",        "2",          "-1",         "8",             "255",
-    "256",      "1000",     "32768",      "65535",      "65536",         "9223372036854775807",
-    "1e3",      "0x10",     " 1",         "",           "item",          "ENCODING"};
+constexpr std::array<std::string_view, 24> kWords = {"CAPACITY",
+                                                     "NOCREATE",
+                                                     "ITEMS",
+                                                     "BUCKETSIZE",
+                                                     "MAXITERATIONS",
+                                                     "EXPANSION",
+                                                     "0",
+                                                     "1",
+                                                     "2",
+                                                     "-1",
+                                                     "8",
+                                                     "255",
+                                                     "256",
+                                                     "1000",
+                                                     "32768",
+                                                     "65535",
+                                                     "65536",
+                                                     "9223372036854775807",
+                                                     "1e3",
+                                                     "0x10",
+                                                     " 1",
+                                                     "",
+                                                     "item",
+                                                     "ENCODING"};
 
 Server* g_server = nullptr;
 std::filesystem::path g_dir;
