@@ -459,8 +459,10 @@ std::vector<OptionRow> BuildTable() {
                       true, &C::cf_sizing, {"redisbloom", "load-factor"}));
   t.push_back(MemoryRow("cf-page-size", "Bytes of filter data per RocksDB value", false,
                         &C::cf_page_size, 64, kMiB));
-  t.push_back(MemoryRow("cf-max-filter-bytes", "Largest total size of one filter", true,
-                        &C::cf_max_filter_bytes, kMiB, 1ULL << 40));
+  t.push_back(MemoryRow("cf-max-filter-bytes",
+                        "Largest size of one sub-filter in bytes (larger ones are refused as "
+                        "RedisBloom refuses a failed allocation)",
+                        true, &C::cf_max_filter_bytes, kMiB, 1ULL << 40));
   return t;
 }
 
