@@ -25,6 +25,9 @@ main() {
   shift || true
   JOBS=${JOBS:-$(nproc)}
   NICE=${NICE:-10}
+  # The interpreter tests/CMakeLists.txt runs the Python suites with.
+  local python=/usr/bin/python3
+  [ -x "$python" ] || python=python3
 
   case "$MODE" in
     asan)
@@ -88,7 +91,7 @@ main() {
     # detector can track (it aborts with "CHECK failed: sanitizer_deadlock_detector.h"), so lock
     # order checking is off here; the storage lock tests above run with it.
     TSAN_OPTIONS="$TSAN_OPTIONS:detect_deadlocks=0" \
-      CUCKOOD_BIN="$ROOT/$BUILD/server/cuckood" nice -n "$NICE" python3 -m pytest -q \
+      CUCKOOD_BIN="$ROOT/$BUILD/server/cuckood" nice -n "$NICE" "$python" -m pytest -q \
       -p no:cacheprovider tests/integration/test_concurrency.py \
       tests/integration/test_transactions.py || status=$?
   fi
