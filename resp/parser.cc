@@ -317,6 +317,7 @@ Parser::Result Parser::Next(std::vector<std::string_view>* argv) {
         // Like Redis's querybuf, this counts the bytes not yet parsed: a finished arg of an
         // unfinished command no longer counts.
         if (end_ - pos_ > limits_.query_buffer_limit) {
+          query_buffer_limit_hit_ = true;
           Fail(kErrQueryBuffer);
           return Result::kError;
         }

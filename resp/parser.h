@@ -45,6 +45,8 @@ class Parser {
   // After kError: the message without the leading '-', e.g. "ERR Protocol error: invalid bulk
   // length".
   const std::string& error() const { return error_; }
+  // After kError: whether the error was the query buffer limit (Redis counts those apart).
+  bool query_buffer_limit_hit() const { return query_buffer_limit_hit_; }
   // Bytes buffered and not yet consumed (for query-buffer accounting, CLIENT LIST qbuf). Like
   // Redis's qbuf, the finished args of an unfinished multibulk no longer count.
   size_t buffered() const;
@@ -58,6 +60,7 @@ class Parser {
   Step ParseInline(std::vector<std::string_view>* argv);
   size_t FindLineEnd(char terminator);
   void Advance(size_t n);
+  bool query_buffer_limit_hit_ = false;
   Step Fail(std::string message);
   void Compact(size_t incoming);
 

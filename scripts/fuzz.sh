@@ -71,7 +71,7 @@ main() {
   failed=()
   running=0
   for t in "${targets[@]}"; do
-    rm -f "$BUILD/logs/$t.rc" "$BUILD/logs/$t.log"
+    rm -f "$BUILD/logs/$t.rc" "$BUILD/logs/$t.log" "$BUILD/artifacts/$t-"*
     if [ ! -x "$BUILD/$t" ]; then
       echo "fuzz.sh: no target $t" >&2
       failed+=("$t")
@@ -104,7 +104,7 @@ main() {
       echo "==== $t FAILED; last lines of $BUILD/logs/$t.log:" >&2
       tail -n 60 "$BUILD/logs/$t.log" >&2 || true
     done
-    ls "$BUILD"/artifacts/ >&2 || true
+    ls "$BUILD"/artifacts/* >&2 || true
     exit 1
   fi
   echo "fuzz.sh: all targets passed in $(($(date +%s) - start)) s (fuzzing $(($(date +%s) - built)) s)"

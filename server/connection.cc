@@ -139,6 +139,9 @@ void Connection::ProcessInput() {
     }
     if (r == resp::Parser::Result::kError) {
       server_.stats().protocol_errors++;
+      if (parser_.query_buffer_limit_hit()) {
+        server_.stats().client_query_buffer_limit_disconnections++;
+      }
       spdlog::debug("protocol error from {}: {}", client_.addr, parser_.error());
       writer.Error(parser_.error());
       closing_ = true;

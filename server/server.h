@@ -131,7 +131,7 @@ class Server {
   int64_t start_unix() const { return start_unix_; }
   const std::string& run_id() const { return run_id_; }
   int port() const { return bound_port_; }
-  int io_threads() const { return static_cast<int>(threads_.size()); }
+  int io_threads() const { return static_cast<int>(contexts_.size()); }
   bool shutting_down() const { return shutting_down_.load(); }
   std::string executable() const { return executable_; }
   void set_executable(std::string path) { executable_ = std::move(path); }

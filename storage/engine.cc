@@ -3,6 +3,7 @@
 #include <rocksdb/cache.h>
 #include <rocksdb/compaction_filter.h>
 #include <rocksdb/filter_policy.h>
+#include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 
 #include <chrono>
@@ -162,6 +163,72 @@ rocksdb::ColumnFamilyOptions DataCfOptions(const EngineOptions& o,
 
 }  // namespace
 
+// Learns about background errors (a flush or compaction failing on a full disk) and keeps
+// RocksDB's own recovery off: Engine::TryResume() is the only caller of Resume().
+class ErrorListener final : public rocksdb::EventListener {
+ public:
+  explicit ErrorListener(Engine* e) : engine_(e) {}
+  void OnBackgroundError(rocksdb::BackgroundErrorReason, rocksdb::Status* bg_error) override {
+    if (bg_error != nullptr && !bg_error->ok() &&
+        bg_error->severity() >= rocksdb::Status::Severity::kHardError) {
+      engine_.load()->NoteWriteError(*bg_error);
+    }
+  }
+  void OnErrorRecoveryBegin(rocksdb::BackgroundErrorReason, rocksdb::Status,
+                            bool* auto_recovery) override {
+    if (auto_recovery != nullptr) {
+      *auto_recovery = false;
+    }
+  }
+
+ private:
+  std::atomic<Engine*> engine_;
+};
+
+void Engine::NoteWriteError(const rocksdb::Status& s) {
+  if (!s.IsIOError() && !s.IsCorruption()) {
+    return;  // ok, or a transient state (busy, write stall) that needs no recovery
+  }
+  write_errors_.fetch_add(1);
+  std::lock_guard lock(failed_mu_);
+  if (!failed_.load()) {
+    failed_status_ = FromRocks(s);
+    failed_.store(true);
+  }
+}
+
+Status Engine::WriteHealth() {
+  if (closed_.load()) {
+    return {Code::kIoError, "storage error: database is closed"};
+  }
+  if (!failed_.load()) {
+    return Status::Ok();
+  }
+  std::lock_guard lock(failed_mu_);
+  return failed_status_;
+}
+
+void Engine::TryResume() {
+  if (!failed_.load() || db_ == nullptr) {
+    return;
+  }
+  std::lock_guard resume_lock(resume_mu_);
+  // Resume() flushes the memtables into new SST files and starts a new WAL. Attempts that fail
+  // for want of space are harmless (tested); a completely full disk is not worth an attempt.
+  std::error_code ec;
+  auto space = std::filesystem::space(options_.dir, ec);
+  if (ec || space.available < (1ULL << 20)) {
+    return;
+  }
+  auto s = db_->Resume();
+  if (s.ok()) {
+    std::lock_guard lock(failed_mu_);
+    failed_status_ = Status::Ok();
+    failed_.store(false);
+    recoveries_.fetch_add(1);
+  }
+}
+
 Status Engine::FromRocks(const rocksdb::Status& s) {
   if (s.ok()) {
     return Status::Ok();
@@ -210,6 +277,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   db_opts.statistics = e->statistics_;
   db_opts.stats_dump_period_sec = 0;
   db_opts.enable_pipelined_write = true;
+  db_opts.listeners.push_back(std::make_shared<ErrorListener>(e.get()));
 
   rocksdb::ColumnFamilyOptions default_opts;
   auto meta_opts = DataCfOptions(options, e->cache_, true);
@@ -280,7 +348,11 @@ void Engine::Close() {
   }
   if (db_) {
     filter_context_->db = nullptr;
-    if (!options_.read_only) {
+    if (failed_.load()) {
+      // After a write error the WAL writer must not be touched again (RocksDB asserts); what
+      // was acknowledged is in the WAL and is replayed at the next start.
+      (void)db_->SetDBOptions({{"avoid_flush_during_shutdown", "true"}});
+    } else if (!options_.read_only) {
       rocksdb::FlushOptions fo;
       (void)db_->Flush(fo, handles_);
       (void)db_->SyncWAL();
@@ -297,13 +369,18 @@ void Engine::Close() {
 void Engine::SyncLoop() {
   std::unique_lock lock(sync_mu_);
   while (!stopping_) {
-    sync_cv_.wait_for(lock, std::chrono::seconds(1));
+    sync_cv_.wait_for(lock, failed_.load() ? std::chrono::milliseconds(500)
+                                           : std::chrono::milliseconds(1000));
     if (stopping_) {
       break;
     }
-    if (fsync_.load() == FsyncMode::kEverySec) {
+    if (failed_.load()) {
       lock.unlock();
-      (void)db_->SyncWAL();
+      TryResume();
+      lock.lock();
+    } else if (fsync_.load() == FsyncMode::kEverySec) {
+      lock.unlock();
+      NoteWriteError(db_->SyncWAL());
       lock.lock();
     }
   }
@@ -317,10 +394,14 @@ StatusOr<uint64_t> Engine::NewVersion() {
     for (int i = 0; i < 8; ++i) {
       v[static_cast<size_t>(i)] = static_cast<char>(target >> (8 * i));
     }
+    if (auto h = WriteHealth(); !h.ok()) {
+      return h;
+    }
     rocksdb::WriteOptions wo;
     wo.sync = true;
     auto s = db_->Put(wo, db_->DefaultColumnFamily(), std::string(kVersionReservedKey), v);
     if (!s.ok()) {
+      NoteWriteError(s);
       return FromRocks(s);
     }
     reserved_until_ = target;
@@ -329,17 +410,26 @@ StatusOr<uint64_t> Engine::NewVersion() {
 }
 
 Status Engine::Write(rocksdb::WriteBatch* batch) {
-  if (closed_.load()) {
-    return {Code::kIoError, "storage error: database is closed"};
+  if (auto h = WriteHealth(); !h.ok()) {
+    return h;
   }
   rocksdb::WriteOptions wo;
   wo.sync = fsync_.load() == FsyncMode::kAlways;
-  return FromRocks(db_->Write(wo, batch));
+  auto rs = db_->Write(wo, batch);
+  if (!rs.ok()) {
+    NoteWriteError(rs);
+  }
+  return FromRocks(rs);
 }
 
 Status Engine::Flush() {
+  if (auto h = WriteHealth(); !h.ok()) {
+    return h;
+  }
   rocksdb::FlushOptions fo;
-  auto s = FromRocks(db_->Flush(fo, handles_));
+  auto rs = db_->Flush(fo, handles_);
+  NoteWriteError(rs);
+  auto s = FromRocks(rs);
   if (s.ok()) {
     last_save_unix_ = NowMs() / 1000;
   }
@@ -347,6 +437,9 @@ Status Engine::Flush() {
 }
 
 Status Engine::CompactAll() {
+  if (auto h = WriteHealth(); !h.ok()) {
+    return h;
+  }
   rocksdb::CompactRangeOptions o;
   o.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
   for (auto* h : {metadata_cf(), pages_cf()}) {
@@ -359,7 +452,12 @@ Status Engine::CompactAll() {
 }
 
 Status Engine::SyncWal() {
-  return FromRocks(db_->SyncWAL());
+  if (auto h = WriteHealth(); !h.ok()) {
+    return h;
+  }
+  auto rs = db_->SyncWAL();
+  NoteWriteError(rs);
+  return FromRocks(rs);
 }
 
 void Engine::SetFsync(FsyncMode mode) {

@@ -81,14 +81,26 @@ class Engine {
   uint64_t ApproximateSize(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
                            const std::string& end);
 
-  // Closes the database cleanly (flushes, syncs); later calls fail. Idempotent.
+  // Closes the database cleanly (flushes, syncs); later calls fail. Idempotent. After a write
+  // error it closes without flushing: what was acknowledged is in the WAL.
   void Close();
+
+  // Ok while writes are accepted. After a write or background error that stops RocksDB's writes
+  // (ENOSPC, EIO), the error: writes are refused with it, without calling into RocksDB again,
+  // until the sync thread's DB::Resume() succeeds (it retries once free space is back).
+  Status WriteHealth();
+  uint64_t write_errors() const { return write_errors_.load(); }
+  uint64_t recoveries() const { return recoveries_.load(); }
 
   static Status FromRocks(const rocksdb::Status& s);
 
  private:
   Engine() = default;
   void SyncLoop();
+  // Records a failed write/sync status; stops further writes if it is an I/O error.
+  void NoteWriteError(const rocksdb::Status& s);
+  void TryResume();
+  friend class ErrorListener;
 
   EngineOptions options_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -108,6 +120,13 @@ class Engine {
   bool stopping_ = false;
   std::thread sync_thread_;
   std::atomic<bool> closed_{false};
+
+  std::atomic<bool> failed_{false};
+  std::mutex failed_mu_;
+  Status failed_status_;  // guarded by failed_mu_
+  std::atomic<uint64_t> write_errors_{0};
+  std::atomic<uint64_t> recoveries_{0};
+  std::mutex resume_mu_;  // one Resume() at a time
 };
 
 // Milliseconds since the unix epoch.

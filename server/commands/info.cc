@@ -335,6 +335,12 @@ void RocksDbSection(Server& server, Lines& l) {
   l.Add("num_running_flushes", es.num_running_flushes);
   l.Add("write_stall_micros", es.stall_micros);
   l.Add("write_stopped", es.write_stopped ? 1 : 0);
+  {
+    auto health = server.engine().WriteHealth();
+    l.Add("write_error", health.ok() ? std::string("none") : health.message());
+    l.Add("write_errors", server.engine().write_errors());
+    l.Add("write_error_recoveries", server.engine().recoveries());
+  }
   l.Add("estimated_keys_metadata", es.estimated_keys_metadata);
   l.Add("estimated_keys_pages", es.estimated_keys_pages);
   l.Add("pages_loaded", server.db().pages_loaded());
