@@ -26,7 +26,7 @@ ARG PREFIX=/usr/local
 
 FROM ${DEBIAN_IMAGE} AS build
 ARG PREFIX
-ARG BUILD_PACKAGES="build-essential cmake librocksdb-dev libasio-dev libspdlog-dev libcli11-dev catch2"
+ARG BUILD_PACKAGES="build-essential cmake librocksdb-dev libasio-dev libspdlog-dev libcli11-dev catch2 libssl-dev"
 # Warnings stay on but are not errors here: at -O3 GCC 12 reports false positives (-Wrestrict on
 # std::string concatenation, a known GCC 12 bug) that the -O2 development build does not; CI keeps
 # -Werror on the development build.
@@ -44,7 +44,7 @@ FROM ${DEBIAN_IMAGE} AS runtime
 ARG PREFIX
 # What `ldd cuckood` resolves to (RocksDB is linked statically: Debian's RocksDB::rocksdb CMake
 # target is librocksdb.a, so librocksdb7.8 is not needed), plus redis-tools for redis-cli.
-ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libspdlog1.10 libfmt9 libsnappy1v5 zlib1g libbz2-1.0 liblz4-1 libzstd1 redis-tools"
+ARG RUNTIME_PACKAGES="libc6 libgcc-s1 libstdc++6 libspdlog1.10 libfmt9 libsnappy1v5 zlib1g libbz2-1.0 liblz4-1 libzstd1 libssl3 redis-tools"
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends ${RUNTIME_PACKAGES} \
  && rm -rf /var/lib/apt/lists/*

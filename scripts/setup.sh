@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PACKAGES=(build-essential cmake librocksdb-dev libasio-dev libspdlog-dev libcli11-dev catch2
+PACKAGES=(build-essential cmake librocksdb-dev libasio-dev libspdlog-dev libcli11-dev catch2 libssl-dev
           redis-tools redis-server python3 python3-pytest python3-redis clang-format)
 missing=()
 for p in "${PACKAGES[@]}"; do

@@ -392,6 +392,20 @@ std::vector<OptionRow> BuildTable() {
   std::vector<OptionRow> t;
   t.push_back(BindRow());
   t.push_back(IntRow("port", "TCP port to listen on", false, &C::port, 0, 65535));
+  t.push_back(IntRow("tls-port", "TLS port to listen on (same addresses as port); 0 = no TLS",
+                     false, &C::tls_port, 0, 65535));
+  t.push_back(StringRow("tls-cert-file", "Server certificate (PEM, may hold the chain) for TLS",
+                        false, &C::tls_cert_file));
+  t.push_back(
+      StringRow("tls-key-file", "Private key (PEM) of tls-cert-file", false, &C::tls_key_file));
+  t.push_back(StringRow("tls-ca-cert-file",
+                        "CA certificates (PEM) that client certificates are "
+                        "checked against",
+                        false, &C::tls_ca_cert_file));
+  t.push_back(EnumRow("tls-auth-clients",
+                      "TLS clients must present a certificate signed by "
+                      "tls-ca-cert-file: yes, no, optional (checked if presented)",
+                      false, &C::tls_auth_clients, {"yes", "no", "optional"}));
   t.push_back(StringRow("dir", "Directory of the RocksDB database", false, &C::dir, false));
   t.push_back(IntRow("workers", "I/O threads; 0 = one per core", false, &C::workers, 0, 1024));
   t.push_back(StringRow("requirepass", "Password clients must AUTH with; empty = none", true,

@@ -48,6 +48,12 @@ struct Config {
   std::string cf_sizing = "redisbloom";
   uint64_t cf_page_size = 2048;
   uint64_t cf_max_filter_bytes = 1ULL << 36;
+  // TLS (OpenSSL through Asio): a second listener on tls_port (0 = none) on the same addresses.
+  int tls_port = 0;
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  std::string tls_ca_cert_file;
+  std::string tls_auth_clients = "yes";  // yes: clients need a certificate the CA signed
 };
 
 // One option row. get/set operate on a Config; set returns an error text or nullopt.

@@ -10,6 +10,7 @@ namespace {
 constexpr size_t kReadChunk = 16 * 1024;
 // Stop reading (and executing) while this much output waits for the socket.
 constexpr size_t kOutputHighWater = 256 * 1024;
+constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(10);
 
 std::string EndpointText(const asio::ip::tcp::endpoint& ep) {
   auto a = ep.address();
@@ -22,8 +23,12 @@ std::string EndpointText(const asio::ip::tcp::endpoint& ep) {
 
 }  // namespace
 
-Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id)
+Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
+                       asio::ssl::context* tls)
     : server_(server), socket_(std::move(socket)), idle_timer_(socket_.get_executor()), id_(id) {
+  if (tls != nullptr) {
+    tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *tls);
+  }
   Config cfg = server_.config();
   resp::ParserLimits limits;
   limits.max_bulk_len = cfg.proto_max_bulk_len;
@@ -50,9 +55,37 @@ Connection::~Connection() = default;
 void Connection::Start() {
   auto self = shared_from_this();
   asio::post(socket_.get_executor(), [self] {
-    self->ArmIdleTimer();
-    self->DoRead();
+    if (!self->tls_) {
+      self->Begin();
+      return;
+    }
+    // A client that never completes its handshake is closed after kTlsHandshakeTimeout.
+    self->idle_timer_.expires_after(kTlsHandshakeTimeout);
+    self->idle_timer_.async_wait([self](const asio::error_code& ec) {
+      if (!ec && !self->closed_) {
+        spdlog::debug("TLS handshake timeout from {}", self->client_.addr);
+        self->Close();
+      }
+    });
+    self->tls_->async_handshake(asio::ssl::stream_base::server, [self](const asio::error_code& ec) {
+      self->idle_timer_.cancel();
+      if (self->closed_) {
+        return;
+      }
+      if (ec) {
+        self->server_.stats().tls_handshake_errors++;
+        spdlog::debug("TLS handshake with {} failed: {}", self->client_.addr, ec.message());
+        self->Close();
+        return;
+      }
+      self->Begin();
+    });
   });
+}
+
+void Connection::Begin() {
+  ArmIdleTimer();
+  DoRead();
 }
 
 void Connection::Kill() {
@@ -105,8 +138,12 @@ void Connection::DoRead() {
   reading_ = true;
   char* buf = parser_.PrepareWrite(kReadChunk);
   auto self = shared_from_this();
-  socket_.async_read_some(asio::buffer(buf, kReadChunk),
-                          [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n); });
+  auto done = [self](const asio::error_code& ec, size_t n) { self->OnRead(ec, n); };
+  if (tls_) {
+    tls_->async_read_some(asio::buffer(buf, kReadChunk), std::move(done));
+  } else {
+    socket_.async_read_some(asio::buffer(buf, kReadChunk), std::move(done));
+  }
 }
 
 void Connection::OnRead(const asio::error_code& ec, size_t n) {
@@ -222,8 +259,12 @@ void Connection::Flush() {
   write_in_flight_ = true;
   pending_out_ = writing_.size();
   auto self = shared_from_this();
-  asio::async_write(socket_, asio::buffer(writing_),
-                    [self](const asio::error_code& ec, size_t n) { self->OnWrite(ec, n); });
+  auto done = [self](const asio::error_code& ec, size_t n) { self->OnWrite(ec, n); };
+  if (tls_) {
+    asio::async_write(*tls_, asio::buffer(writing_), std::move(done));
+  } else {
+    asio::async_write(socket_, asio::buffer(writing_), std::move(done));
+  }
 }
 
 void Connection::OnWrite(const asio::error_code& ec, size_t n) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <asio.hpp>
+#include <asio/ssl.hpp>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -17,7 +18,9 @@ namespace cuckood::server {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id);
+  // tls: the server's TLS context for a client of the TLS port, nullptr for plain TCP.
+  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
+             asio::ssl::context* tls = nullptr);
   ~Connection();
 
   void Start();
@@ -37,6 +40,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   size_t query_buffer() const { return query_buf_.load(); }
 
  private:
+  void Begin();  // after the TLS handshake (if any): the idle timer and the first read
   void DoRead();
   void OnRead(const asio::error_code& ec, size_t n);
   void ProcessInput();
@@ -51,6 +55,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
 
   Server& server_;
   asio::ip::tcp::socket socket_;
+  // TLS over socket_ (clients of tls-port); reads and writes go through it when set.
+  std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
   asio::steady_timer idle_timer_;
   uint64_t id_;
   resp::Parser parser_;

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <asio/ssl.hpp>
 #include <csignal>
 #include <random>
 #include <sstream>
@@ -51,6 +52,49 @@ std::string UnknownCommandError(const Argv& argv) {
     }
   }
   return msg;
+}
+
+// The server's TLS context from the tls-* options; throws with a clear message when a file is
+// missing or unusable (start-up fails rather than serving without TLS).
+std::unique_ptr<asio::ssl::context> MakeTlsContext(const Config& cfg) {
+  if (cfg.tls_cert_file.empty() || cfg.tls_key_file.empty()) {
+    throw std::runtime_error("tls-port needs tls-cert-file and tls-key-file");
+  }
+  const bool verify = cfg.tls_auth_clients != "no";
+  if (verify && cfg.tls_ca_cert_file.empty()) {
+    throw std::runtime_error(
+        "tls-auth-clients " + cfg.tls_auth_clients +
+        " needs tls-ca-cert-file (or set tls-auth-clients no to accept any client)");
+  }
+  auto ctx = std::make_unique<asio::ssl::context>(asio::ssl::context::tls_server);
+  ctx->set_options(asio::ssl::context::default_workarounds | asio::ssl::context::no_sslv2 |
+                   asio::ssl::context::no_sslv3 | asio::ssl::context::no_tlsv1 |
+                   asio::ssl::context::no_tlsv1_1 | asio::ssl::context::single_dh_use);
+  auto step = [](const char* what, const std::string& file, auto&& fn) {
+    asio::error_code ec;
+    fn(ec);
+    if (ec) {
+      throw std::runtime_error(std::string("cannot load ") + what + " '" + file +
+                               "': " + ec.message());
+    }
+  };
+  step("tls-cert-file", cfg.tls_cert_file,
+       [&](asio::error_code& ec) { ctx->use_certificate_chain_file(cfg.tls_cert_file, ec); });
+  step("tls-key-file", cfg.tls_key_file, [&](asio::error_code& ec) {
+    ctx->use_private_key_file(cfg.tls_key_file, asio::ssl::context::pem, ec);
+  });
+  if (!cfg.tls_ca_cert_file.empty()) {
+    step("tls-ca-cert-file", cfg.tls_ca_cert_file,
+         [&](asio::error_code& ec) { ctx->load_verify_file(cfg.tls_ca_cert_file, ec); });
+  }
+  if (cfg.tls_auth_clients == "yes") {
+    ctx->set_verify_mode(asio::ssl::verify_peer | asio::ssl::verify_fail_if_no_peer_cert);
+  } else if (cfg.tls_auth_clients == "optional") {
+    ctx->set_verify_mode(asio::ssl::verify_peer);
+  } else {
+    ctx->set_verify_mode(asio::ssl::verify_none);
+  }
+  return ctx;
 }
 
 }  // namespace
@@ -154,6 +198,9 @@ void Server::Start() {
       throw std::runtime_error("rename-command: unknown command '" + from + "'");
     }
   }
+  if (cfg.tls_port != 0) {
+    tls_ctx_ = MakeTlsContext(cfg);
+  }
   storage::EngineOptions eo;
   eo.dir = cfg.dir;
   eo.fsync = FsyncFromName(cfg.appendfsync);
@@ -175,15 +222,25 @@ void Server::Start() {
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
   }
   auto& main_ctx = *contexts_[0];
-  std::istringstream binds(cfg.bind);
-  std::string addr;
-  while (binds >> addr) {
+  std::vector<std::pair<std::string, bool>> listeners;  // (address, tls)
+  for (bool tls : {false, true}) {
+    if (tls && cfg.tls_port == 0) {
+      continue;
+    }
+    std::istringstream binds(cfg.bind);
+    std::string a;
+    while (binds >> a) {
+      listeners.emplace_back(a, tls);
+    }
+  }
+  for (const auto& [addr, tls] : listeners) {
+    const int port = tls ? cfg.tls_port : cfg.port;
     asio::error_code ec;
     auto ip = asio::ip::make_address(addr == "*" ? "0.0.0.0" : addr, ec);
     if (ec) {
       throw std::runtime_error("invalid bind address '" + addr + "'");
     }
-    asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(cfg.port));
+    asio::ip::tcp::endpoint ep(ip, static_cast<uint16_t>(port));
     auto acc = std::make_unique<asio::ip::tcp::acceptor>(main_ctx);
     acc->open(ep.protocol(), ec);
     if (!ec) {
@@ -197,11 +254,12 @@ void Server::Start() {
       acc->listen(asio::socket_base::max_listen_connections, ec);
     }
     if (ec) {
-      throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(cfg.port) +
-                               ": " + ec.message());
+      throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(port) + ": " +
+                               ec.message());
     }
-    bound_port_ = acc->local_endpoint().port();
+    (tls ? bound_tls_port_ : bound_port_) = acc->local_endpoint().port();
     acceptors_.push_back(std::move(acc));
+    acceptor_tls_.push_back(tls);
   }
   if (acceptors_.empty()) {
     throw std::runtime_error("no bind address");
@@ -224,6 +282,10 @@ void Server::Start() {
   }
   spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
                cfg.bind, bound_port_, workers, cfg.dir);
+  if (tls_ctx_) {
+    spdlog::info("TLS connections on {}:{} (tls-auth-clients {})", cfg.bind, bound_tls_port_,
+                 cfg.tls_auth_clients);
+  }
 }
 
 void Server::Tick() {
@@ -286,7 +348,8 @@ void Server::Accept(size_t index) {
     if (cfg.tcp_keepalive > 0) {
       socket.set_option(asio::socket_base::keep_alive(true), ec2);
     }
-    auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId());
+    auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId(),
+                                             acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
     RegisterConnection(conn);
     conn->Start();
   });

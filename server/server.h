@@ -26,6 +26,10 @@
 #include "storage/db.h"
 #include "storage/engine.h"
 
+namespace asio::ssl {
+class context;
+}  // namespace asio::ssl
+
 namespace cuckood::server {
 
 class Connection;
@@ -131,6 +135,7 @@ class Server {
   int64_t start_unix() const { return start_unix_; }
   const std::string& run_id() const { return run_id_; }
   int port() const { return bound_port_; }
+  int tls_port() const { return bound_tls_port_; }
   int io_threads() const { return static_cast<int>(contexts_.size()); }
   bool shutting_down() const { return shutting_down_.load(); }
   std::string executable() const { return executable_; }
@@ -161,6 +166,8 @@ class Server {
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
+  std::vector<bool> acceptor_tls_;  // per acceptor: its clients speak TLS
+  std::unique_ptr<asio::ssl::context> tls_ctx_;
   std::atomic<size_t> next_context_{0};
   std::unique_ptr<asio::signal_set> signals_;
   std::unique_ptr<asio::steady_timer> tick_timer_;
@@ -192,6 +199,7 @@ class Server {
   int64_t start_unix_ = 0;
   std::string run_id_;
   int bound_port_ = 0;
+  int bound_tls_port_ = 0;
   std::string executable_;
   std::string config_file_;
 };

@@ -54,6 +54,7 @@ class Stats {
   std::atomic<uint64_t> unexpected_error_replies{0};
   std::atomic<uint64_t> client_output_limit_disconnections{0};
   std::atomic<uint64_t> client_query_buffer_limit_disconnections{0};
+  std::atomic<uint64_t> tls_handshake_errors{0};
   std::atomic<uint64_t> protocol_errors{0};
   std::atomic<int64_t> instantaneous_ops_per_sec{0};
   std::atomic<int64_t> instantaneous_input_kbps_x100{0};

@@ -246,6 +246,7 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("io_threaded_writes_processed", 0);
   l.Add("client_query_buffer_limit_disconnections",
         s.client_query_buffer_limit_disconnections.load());
+  l.Add("tls_handshake_errors", s.tls_handshake_errors.load());
   l.Add("client_output_buffer_limit_disconnections", s.client_output_limit_disconnections.load());
   l.Add("protocol_errors", s.protocol_errors.load());
   l.Add("blocked_on_output", s.blocked_on_output.load());

@@ -96,6 +96,11 @@ TEST_CASE("ParseMemory accepts Redis's units, case-insensitively", "[config]") {
 TEST_CASE("The option table has one row per Config field, found case-insensitively", "[config]") {
   const std::vector<std::string> expected = {"bind",
                                              "port",
+                                             "tls-port",
+                                             "tls-cert-file",
+                                             "tls-key-file",
+                                             "tls-ca-cert-file",
+                                             "tls-auth-clients",
                                              "dir",
                                              "workers",
                                              "requirepass",
@@ -187,6 +192,11 @@ TEST_CASE("Every row's value survives get then set on another Config", "[config]
   const std::vector<std::pair<std::string, std::string>> values = {
       {"bind", "0.0.0.0 ::1"},
       {"port", "6380"},
+      {"tls-port", "6381"},
+      {"tls-cert-file", "/etc/cuckood/server.crt"},
+      {"tls-key-file", "/etc/cuckood/server.key"},
+      {"tls-ca-cert-file", "/etc/cuckood/ca.crt"},
+      {"tls-auth-clients", "optional"},
       {"dir", "/var/lib/cuckood"},
       {"workers", "4"},
       {"requirepass", "s3cret pass"},
