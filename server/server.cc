@@ -206,6 +206,15 @@ void Server::Start() {
   eo.fsync = FsyncFromName(cfg.appendfsync);
   eo.block_cache_bytes = cfg.block_cache_size;
   eo.write_buffer_bytes = cfg.write_buffer_size;
+  eo.log = [](int level, std::string_view line) {
+    const auto l = level <= 0   ? spdlog::level::debug
+                   : level == 1 ? spdlog::level::info
+                   : level == 2 ? spdlog::level::warn
+                                : spdlog::level::err;
+    if (spdlog::should_log(l)) {
+      spdlog::log(l, "rocksdb: {}", line);
+    }
+  };
   auto engine = storage::Engine::Open(eo);
   if (!engine.ok()) {
     throw std::runtime_error(engine.status().message());

@@ -2,11 +2,14 @@
 
 #include <rocksdb/cache.h>
 #include <rocksdb/compaction_filter.h>
+#include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/listener.h>
 #include <rocksdb/table.h>
 
 #include <chrono>
+#include <cstdarg>
+#include <cstdio>
 #include <filesystem>
 
 #include "storage/format.h"
@@ -161,6 +164,39 @@ rocksdb::ColumnFamilyOptions DataCfOptions(const EngineOptions& o,
   return cf;
 }
 
+// RocksDB's info log, handed to the server's logger (EngineOptions::log).
+class CallbackLogger final : public rocksdb::Logger {
+ public:
+  explicit CallbackLogger(std::function<void(int, std::string_view)> fn)
+      : rocksdb::Logger(rocksdb::InfoLogLevel::INFO_LEVEL), fn_(std::move(fn)) {}
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    if (!fn_ || level < GetInfoLogLevel() || level == rocksdb::InfoLogLevel::HEADER_LEVEL) {
+      return;
+    }
+    char buf[1024];
+    va_list copy;
+    va_copy(copy, ap);
+    int n = std::vsnprintf(buf, sizeof(buf), format, copy);
+    va_end(copy);
+    if (n < 0) {
+      return;
+    }
+    std::string_view line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
+    const int severity = level <= rocksdb::InfoLogLevel::DEBUG_LEVEL  ? 0
+                         : level == rocksdb::InfoLogLevel::INFO_LEVEL ? 0
+                         : level == rocksdb::InfoLogLevel::WARN_LEVEL ? 2
+                                                                      : 3;
+    fn_(severity, line);
+  }
+
+ private:
+  std::function<void(int, std::string_view)> fn_;
+};
+
 }  // namespace
 
 // Learns about background errors (a flush or compaction failing on a full disk) and keeps
@@ -277,6 +313,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   db_opts.statistics = e->statistics_;
   db_opts.stats_dump_period_sec = 0;
   db_opts.enable_pipelined_write = true;
+  db_opts.info_log = std::make_shared<CallbackLogger>(options.log);
   db_opts.listeners.push_back(std::make_shared<ErrorListener>(e.get()));
 
   rocksdb::ColumnFamilyOptions default_opts;
@@ -349,10 +386,19 @@ void Engine::Close() {
   if (db_) {
     filter_context_->db = nullptr;
     if (failed_.load()) {
-      // After a write error the WAL writer must not be touched again (RocksDB asserts); what
-      // was acknowledged is in the WAL and is replayed at the next start.
+      // After a write error RocksDB's WAL writer must not be touched again: closing the
+      // database would flush it (and RocksDB asserts on a writer that has seen an error). What
+      // was acknowledged is in the WAL and is replayed at the next start, so the database is
+      // left open: background work is stopped and the object is abandoned (still reachable
+      // from a static, so leak checkers do not count it); the process is about to exit.
       (void)db_->SetDBOptions({{"avoid_flush_during_shutdown", "true"}});
-    } else if (!options_.read_only) {
+      rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
+      static std::vector<rocksdb::DB*> abandoned;
+      abandoned.push_back(db_.release());
+      handles_.clear();
+      return;
+    }
+    if (!options_.read_only) {
       rocksdb::FlushOptions fo;
       (void)db_->Flush(fo, handles_);
       (void)db_->SyncWAL();
@@ -369,8 +415,8 @@ void Engine::Close() {
 void Engine::SyncLoop() {
   std::unique_lock lock(sync_mu_);
   while (!stopping_) {
-    sync_cv_.wait_for(lock, failed_.load() ? std::chrono::milliseconds(500)
-                                           : std::chrono::milliseconds(1000));
+    sync_cv_.wait_for(
+        lock, failed_.load() ? std::chrono::milliseconds(500) : std::chrono::milliseconds(1000));
     if (stopping_) {
       break;
     }

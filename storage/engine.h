@@ -11,9 +11,11 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -30,6 +32,10 @@ struct EngineOptions {
   uint64_t write_buffer_bytes = 64ULL << 20;  // memtable size per column family
   int background_jobs = 2;
   bool read_only = false;  // for the offline checker
+  // Receives RocksDB's own log lines (level: 0 debug, 1 info, 2 warning, 3 error) instead of a
+  // LOG file in dir: a log file on the data disk fails, and RocksDB then aborts, once that disk
+  // is full. Unset = RocksDB's lines are dropped.
+  std::function<void(int level, std::string_view line)> log;
 };
 
 struct EngineStats {

@@ -26,6 +26,24 @@ bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
     return false;
   }
   s.lru.splice(s.lru.begin(), s.lru, it->second);
+  if (it->second->value) {
+    *value = *it->second->value;
+  } else {
+    value->reset();
+  }
+  hits_.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+bool MemCache::GetShared(std::string_view key, Value* value) {
+  Shard& s = ShardOf(key);
+  std::lock_guard lock(s.mu);
+  auto it = s.map.find(key);
+  if (it == s.map.end()) {
+    misses_.fetch_add(1, std::memory_order_relaxed);
+    return false;
+  }
+  s.lru.splice(s.lru.begin(), s.lru, it->second);
   *value = it->second->value;
   hits_.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -37,7 +55,7 @@ uint64_t MemCache::Epoch(std::string_view key) {
   return s.epoch;
 }
 
-void MemCache::Insert(Shard& s, std::string_view key, std::optional<std::string> value) {
+void MemCache::Insert(Shard& s, std::string_view key, Value value) {
   if (shard_capacity_ == 0) {
     return;
   }
@@ -61,6 +79,10 @@ void MemCache::Insert(Shard& s, std::string_view key, std::optional<std::string>
 }
 
 void MemCache::Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch) {
+  Fill(key, Share(std::move(value)), epoch);
+}
+
+void MemCache::Fill(std::string_view key, Value value, uint64_t epoch) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
   if (s.epoch != epoch) {
@@ -70,6 +92,10 @@ void MemCache::Fill(std::string_view key, std::optional<std::string> value, uint
 }
 
 void MemCache::Put(std::string_view key, std::optional<std::string> value) {
+  Put(key, Share(std::move(value)));
+}
+
+void MemCache::Put(std::string_view key, Value value) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
   ++s.epoch;

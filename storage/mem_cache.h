@@ -29,13 +29,19 @@ class MemCache {
  public:
   explicit MemCache(uint64_t capacity_bytes, size_t shards = 64);
 
+  using Value = std::shared_ptr<const std::string>;  // nullptr = known absent
+
   // true on a hit; *value is the cached value, nullopt = known absent.
   bool Get(std::string_view key, std::optional<std::string>* value);
+  // The same without copying the value: it is shared (immutable) with the cache.
+  bool GetShared(std::string_view key, Value* value);
   // The shard's write counter, to pass to Fill after reading RocksDB.
   uint64_t Epoch(std::string_view key);
   void Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch);
+  void Fill(std::string_view key, Value value, uint64_t epoch);
   // A committed change (nullopt = the key was deleted).
   void Put(std::string_view key, std::optional<std::string> value);
+  void Put(std::string_view key, Value value);
   void Clear();
 
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
@@ -46,7 +52,7 @@ class MemCache {
  private:
   struct Entry {
     std::string key;
-    std::optional<std::string> value;
+    Value value;
   };
   struct Hash {
     using is_transparent = void;
@@ -60,7 +66,10 @@ class MemCache {
     uint64_t epoch = 0;
   };
   Shard& ShardOf(std::string_view key);
-  void Insert(Shard& s, std::string_view key, std::optional<std::string> value);
+  void Insert(Shard& s, std::string_view key, Value value);
+  static Value Share(std::optional<std::string> value) {
+    return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
+  }
   static uint64_t Cost(const Entry& e);
 
   uint64_t capacity_;

@@ -11,6 +11,7 @@ namespace {
 constexpr size_t kMaxPrefetchPages = 8192;
 constexpr uint64_t kCheckpointDirtyPages = 2048;  // ~4 MiB of 2 KiB pages per batch
 constexpr size_t kCheckpointCachedPages = 16384;
+constexpr uint32_t kSkipScanMin = 32;  // cf-max-expansions' default: longer chains are unusual
 
 bool AllZero(std::string_view s) {
   return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
@@ -46,16 +47,63 @@ uint64_t PageCache::Buckets(uint32_t f) {
   return buckets_[f];
 }
 
-bool PageCache::Accept(uint32_t f, uint64_t page, std::string_view value, Page* out) {
+MemCache::Value PageCache::Zeros(uint64_t length) {
+  if (length == geo_.page_bytes) {
+    if (!zeros_) {
+      zeros_ = std::make_shared<const std::string>(length, '\0');
+    }
+    return zeros_;
+  }
+  return std::make_shared<const std::string>(length, '\0');
+}
+
+bool PageCache::MayHavePages(uint32_t f) {
+  if (meta_->num_filters <= kSkipScanMin) {
+    return true;
+  }
+  if (!scanned_) {
+    scanned_ = true;
+    stored_.assign(meta_->num_filters, false);
+    std::unique_ptr<rocksdb::Iterator> it(
+        engine_->db()->NewIterator(ReadOpts(), engine_->pages_cf()));
+    uint32_t next = 0;
+    while (next < stored_.size()) {
+      it->Seek(EncodePageKey(prefix_, static_cast<uint16_t>(next), 0));
+      if (!it->Valid()) {
+        if (!it->status().ok()) {
+          stored_.assign(stored_.size(), true);  // unknown: look everything up
+        }
+        break;
+      }
+      PageKeyParts parts;
+      auto k = it->key();
+      std::string_view raw(k.data(), k.size());
+      if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
+          parts.filter >= stored_.size()) {
+        break;
+      }
+      stored_[parts.filter] = true;
+      next = static_cast<uint32_t>(parts.filter) + 1;
+    }
+    for (const auto& [id, page] : pages_) {
+      if (page.dirty && (id >> 32) < stored_.size()) {
+        stored_[id >> 32] = true;
+      }
+    }
+  }
+  return f >= stored_.size() || stored_[f];
+}
+
+bool PageCache::Accept(uint32_t f, uint64_t page, MemCache::Value value, Page* out) {
   uint64_t want = geo_.PageLength(page, Buckets(f));
-  if (value.size() != want) {
+  if (value->size() != want) {
     status_ = Status(Code::kCorruption, "corrupt page: filter " + std::to_string(f) + " page " +
                                             std::to_string(page) + " has " +
-                                            std::to_string(value.size()) + " bytes, expected " +
+                                            std::to_string(value->size()) + " bytes, expected " +
                                             std::to_string(want));
     return false;
   }
-  out->bytes.assign(value);
+  out->shared = std::move(value);
   return true;
 }
 
@@ -67,18 +115,22 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   if (!status_.ok()) {
     return nullptr;
   }
+  Page p;
+  if (!MayHavePages(f)) {
+    p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
+    return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+  }
   std::string value;
   auto key = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
-  Page p;
   std::string ck;
   uint64_t epoch = 0;
   if (mem_ != nullptr) {
     ck = PageCacheKey(key);
-    std::optional<std::string> cached;
-    if (mem_->Get(ck, &cached)) {
+    MemCache::Value cached;
+    if (mem_->GetShared(ck, &cached)) {
       if (!cached) {
-        p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
-      } else if (!Accept(f, page, *cached, &p)) {
+        p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
+      } else if (!Accept(f, page, std::move(cached), &p)) {
         return nullptr;
       }
       return &pages_.emplace(Id(f, page), std::move(p)).first->second;
@@ -87,15 +139,19 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   }
   auto s = engine_->db()->Get(ReadOpts(), engine_->pages_cf(), key, &value);
   ++pages_loaded_;
+  MemCache::Value stored;
+  if (s.ok()) {
+    stored = std::make_shared<const std::string>(std::move(value));
+  }
   if (mem_ != nullptr && (s.ok() || s.IsNotFound())) {
-    mem_->Fill(ck, s.ok() ? std::optional<std::string>(value) : std::nullopt, epoch);
+    mem_->Fill(ck, stored, epoch);
   }
   if (s.IsNotFound()) {
-    p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+    p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
   } else if (!s.ok()) {
     status_ = Engine::FromRocks(s);
     return nullptr;
-  } else if (!Accept(f, page, value, &p)) {
+  } else if (!Accept(f, page, std::move(stored), &p)) {
     return nullptr;
   }
   return &pages_.emplace(Id(f, page), std::move(p)).first->second;
@@ -107,8 +163,8 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   for (const auto& item : items) {
     for (uint32_t f = 0; f < meta_->num_filters; ++f) {
       uint64_t n = Buckets(f);
-      if (n == 0) {
-        continue;
+      if (n == 0 || !MayHavePages(f)) {
+        continue;  // (pages of sub-filters without stored pages are zeros: Fetch makes them)
       }
       uint64_t b1 = core::PrimaryBucket(item.hash, n);
       uint64_t b2 = core::AltBucket(b1, item.fp, n);
@@ -136,12 +192,12 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     for (auto [f, page] : want) {
       auto ck = PageCacheKey(
           EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
-      std::optional<std::string> cached;
-      if (mem_->Get(ck, &cached)) {
+      MemCache::Value cached;
+      if (mem_->GetShared(ck, &cached)) {
         Page p;
         if (!cached) {
-          p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
-        } else if (!Accept(f, page, *cached, &p)) {
+          p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
+        } else if (!Accept(f, page, std::move(cached), &p)) {
           return;
         }
         pages_.emplace(Id(f, page), std::move(p));
@@ -169,18 +225,20 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   pages_loaded_ += keys.size();
   for (size_t i = 0; i < keys.size(); ++i) {
     auto [f, page] = want[i];
+    MemCache::Value stored;
+    if (statuses[i].ok()) {
+      stored = std::make_shared<const std::string>(values[i].ToStringView());
+    }
     if (mem_ != nullptr && (statuses[i].ok() || statuses[i].IsNotFound())) {
-      mem_->Fill(cache_keys[i],
-                 statuses[i].ok() ? std::optional<std::string>(values[i].ToString()) : std::nullopt,
-                 epochs[i]);
+      mem_->Fill(cache_keys[i], stored, epochs[i]);
     }
     Page p;
     if (statuses[i].IsNotFound()) {
-      p.bytes.assign(geo_.PageLength(page, Buckets(f)), '\0');
+      p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
     } else if (!statuses[i].ok()) {
       status_ = Engine::FromRocks(statuses[i]);
       return;
-    } else if (!Accept(f, page, values[i].ToStringView(), &p)) {
+    } else if (!Accept(f, page, std::move(stored), &p)) {
       return;
     }
     pages_.emplace(Id(f, page), std::move(p));
@@ -193,14 +251,19 @@ const uint8_t* PageCache::Read(uint32_t f, uint64_t b) {
     return nullptr;
   }
   uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
-  return reinterpret_cast<const uint8_t*>(p->bytes.data()) + off;
+  return reinterpret_cast<const uint8_t*>(p->data()) + off;
 }
 
 void PageCache::MarkDirty(Page* p) {
   if (!p->dirty) {
     p->dirty = true;
-    if (!p->whole) {
-      p->before = p->bytes;
+    if (p->shared) {
+      // Copy on write: the shared bytes become the "before" image.
+      p->bytes.assign(*p->shared);
+      p->before = std::move(p->shared);
+      p->shared.reset();
+    } else if (!p->whole) {
+      p->before = std::make_shared<const std::string>(p->bytes);
     }
     ++dirty_pages_;
   }
@@ -346,7 +409,7 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
       // The chunk covers the whole page: no need to read the old one.
       Page fresh;
       fresh.bytes.assign(page_len, '\0');
-      fresh.whole = true;
+      fresh.whole = true;  // (owned bytes: MarkDirty keeps them and takes no "before")
       p = &pages_.emplace(Id(f, page), std::move(fresh)).first->second;
     } else {
       p = Fetch(f, page);
@@ -369,28 +432,36 @@ void PageCache::AddDirty(rocksdb::WriteBatch* batch) {
     auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
                              static_cast<uint32_t>(id & 0xffffffffULL));
     std::string operand;
-    if (!page.whole && page.before == page.bytes) {
+    static const std::string kNone;
+    const std::string& before = page.before ? *page.before : kNone;
+    if (!page.whole && before == page.bytes) {
       // unchanged (e.g. a kick-out chain that was rolled back)
     } else if (AllZero(page.bytes)) {
-      if (page.whole || !AllZero(page.before)) {
+      if (page.whole || !AllZero(before)) {
         (void)batch->Delete(engine_->pages_cf(), key);
         if (mem_ != nullptr) {
-          publish_.emplace_back(PageCacheKey(key), std::nullopt);
+          publish_.emplace_back(PageCacheKey(key), nullptr);
         }
       }
     } else {
-      if (!page.whole && EncodePageDelta(page.before, page.bytes, &operand)) {
+      if (!page.whole && EncodePageDelta(before, page.bytes, &operand)) {
         (void)batch->Merge(engine_->pages_cf(), key, operand);
       } else {
         (void)batch->Put(engine_->pages_cf(), key, page.bytes);
       }
+      if (scanned_ && (id >> 32) < stored_.size()) {
+        stored_[id >> 32] = true;  // stored once this batch commits (Checkpoint empties pages_)
+      }
       if (mem_ != nullptr) {
-        publish_.emplace_back(PageCacheKey(key), page.bytes);
+        // The page becomes shared with the cache (no copy) and stays readable here.
+        page.shared = std::make_shared<const std::string>(std::move(page.bytes));
+        page.bytes.clear();
+        publish_.emplace_back(PageCacheKey(key), page.shared);
       }
     }
     page.dirty = false;
     page.whole = false;
-    page.before.clear();
+    page.before.reset();
   }
   dirty_pages_ = 0;
 }

@@ -63,7 +63,9 @@ class PageCache final : public core::BucketAccess {
   void Publish();
   // Extra cache entries to publish with the pages (key as MemCache keys them).
   void AddPublish(std::string cache_key, std::optional<std::string> value) {
-    publish_.emplace_back(std::move(cache_key), std::move(value));
+    publish_.emplace_back(
+        std::move(cache_key),
+        value ? std::make_shared<const std::string>(std::move(*value)) : MemCache::Value());
   }
   bool dirty() const { return dirty_pages_ > 0; }
   // Called with every intermediate Checkpoint batch so it also carries the current metadata
@@ -77,17 +79,29 @@ class PageCache final : public core::BucketAccess {
   uint64_t pages_loaded() const { return pages_loaded_; }
 
  private:
+  // A page's bytes are either shared (read-only, usually with the in-memory cache: no copy) or
+  // owned (bytes); MarkDirty makes them owned.
   struct Page {
+    MemCache::Value shared;
     std::string bytes;
-    std::string before;  // the bytes when first made dirty (to write only what changed)
+    MemCache::Value before;  // the bytes when first made dirty (to write only what changed)
     bool dirty = false;
     bool whole = false;  // replaced without reading: written in full
+    const char* data() const { return shared ? shared->data() : bytes.data(); }
+    size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
   void MarkDirty(Page* p);
+  // The all-zero page of this length (a page that is not stored), shared.
+  MemCache::Value Zeros(uint64_t length);
+  // Whether sub-filter f may have stored pages. For long chains (more than kSkipScanMin
+  // sub-filters, e.g. from a LOADCHUNK header) one iterator pass finds the sub-filters that have
+  // any stored page, with one Seek per such sub-filter, so a lookup does not probe every page
+  // of thousands of empty ones. Short chains are never scanned.
+  bool MayHavePages(uint32_t f);
   static uint64_t Id(uint32_t f, uint64_t page) { return (static_cast<uint64_t>(f) << 32) | page; }
   uint64_t Buckets(uint32_t f);
   Page* Fetch(uint32_t f, uint64_t page);
-  bool Accept(uint32_t f, uint64_t page, std::string_view value, Page* out);
+  bool Accept(uint32_t f, uint64_t page, MemCache::Value value, Page* out);
   rocksdb::ReadOptions ReadOpts() const;
 
   Engine* engine_;
@@ -102,7 +116,10 @@ class PageCache final : public core::BucketAccess {
   Status status_;
   std::function<void(rocksdb::WriteBatch*)> on_checkpoint_;
   MemCache* mem_;
-  std::vector<std::pair<std::string, std::optional<std::string>>> publish_;
+  std::vector<std::pair<std::string, MemCache::Value>> publish_;
+  MemCache::Value zeros_;  // Zeros() of the full page length
+  bool scanned_ = false;
+  std::vector<bool> stored_;  // per sub-filter, after the scan: has stored pages (or dirty ones)
   // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.
   std::unique_ptr<rocksdb::Iterator> scan_it_;
   uint32_t scan_f_ = UINT32_MAX;
