@@ -393,8 +393,10 @@ void Engine::Close() {
       // from a static, so leak checkers do not count it); the process is about to exit.
       (void)db_->SetDBOptions({{"avoid_flush_during_shutdown", "true"}});
       rocksdb::CancelAllBackgroundWork(db_.get(), /*wait=*/true);
-      static std::vector<rocksdb::DB*> abandoned;
-      abandoned.push_back(db_.release());
+      // (Never destroyed, so it still points at them when leak checkers look at exit.)
+      static auto* abandoned =
+          new std::vector<std::pair<rocksdb::DB*, std::vector<rocksdb::ColumnFamilyHandle*>>>();
+      abandoned->emplace_back(db_.release(), std::move(handles_));
       handles_.clear();
       return;
     }
