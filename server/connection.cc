@@ -166,6 +166,18 @@ void Connection::ProcessInput() {
   std::vector<std::string_view> argv;
   resp::Writer writer(&out_, client_.proto);
   bool ran = false;
+  // Commands already received keep the key stripes between them (Client::lock_batching); they
+  // are given back before this function returns, on this io thread.
+  struct BatchScope {
+    Client& c;
+    explicit BatchScope(Client& client) : c(client) { c.lock_batching = true; }
+    ~BatchScope() {
+      if (c.lock_batching) {  // (a background command, which owns client_ now, turned it off)
+        c.lock_batching = false;
+        Server::ReleaseBatch(c);
+      }
+    }
+  } batch_scope(client_);
   while (!closing_ && !busy_) {
     if (out_.size() + writing_.size() > kOutputHighWater) {
       break;  // backpressure: the rest waits until the socket drains
@@ -189,6 +201,8 @@ void Connection::ProcessInput() {
     }
     const CommandSpec* spec = server_.commands().Find(argv[0]);
     if (spec != nullptr && (spec->flags & kBackground) && !client_.in_multi) {
+      client_.lock_batching = false;
+      Server::ReleaseBatch(client_);
       RunInBackground(spec, argv);
       break;  // the rest of the pipeline waits for this command's reply
     }

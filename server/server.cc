@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <asio/ssl.hpp>
 #include <csignal>
 #include <random>
@@ -568,6 +569,32 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   storage::LockGuard guard;
   std::vector<std::string_view> keys;
   const bool write = (spec.flags & kWrite) != 0;
+  // A pipeline batch keeps the stripes of consecutive commands on the same keys (at most
+  // kMaxBatchUses commands); anything else first gives them back.
+  constexpr int kMaxBatchUses = 256;
+  const bool batchable = client.lock_batching && !locks_held && spec.first_key > 0 &&
+                         !(spec.flags & (kLockAll | kBackground));
+  if (!batchable && !locks_held) {
+    ReleaseBatch(client);
+  }
+  auto batch_covers = [&](std::vector<size_t>& stripes, bool exclusive) {
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+    if (client.batch_held && client.batch_uses < kMaxBatchUses &&
+        (client.batch_exclusive || !exclusive) && client.batch_stripes == stripes) {
+      ++client.batch_uses;
+      return true;
+    }
+    ReleaseBatch(client);
+    return false;
+  };
+  auto batch_keep = [&](storage::LockGuard g, std::vector<size_t> stripes, bool exclusive) {
+    client.batch_guard = std::move(g);
+    client.batch_stripes = std::move(stripes);
+    client.batch_exclusive = exclusive;
+    client.batch_uses = 1;
+    client.batch_held = true;
+  };
   if (write) {
     keys = CommandKeys(spec, argv);
     if (!locks_held) {
@@ -582,7 +609,11 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
           stripes.push_back(db_->locks().StripeOf(client.db, key));
         }
       }
-      guard = storage::LockGuard(&db_->locks(), std::move(stripes));
+      if (!batchable) {
+        guard = storage::LockGuard(&db_->locks(), std::move(stripes));
+      } else if (!batch_covers(stripes, true)) {
+        batch_keep(storage::LockGuard(&db_->locks(), stripes), stripes, true);
+      }
     }
   }
   std::optional<storage::UncachedReads> uncached;
@@ -594,10 +625,18 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
     for (auto key : CommandKeys(spec, argv)) {
       stripes.push_back(db_->locks().StripeOf(client.db, key));
     }
-    if (auto g = storage::LockGuard::TryShared(&db_->locks(), std::move(stripes))) {
-      guard = std::move(*g);
-    } else {
-      uncached.emplace();
+    if (!batchable) {
+      if (auto g = storage::LockGuard::TryShared(&db_->locks(), std::move(stripes))) {
+        guard = std::move(*g);
+      } else {
+        uncached.emplace();
+      }
+    } else if (!batch_covers(stripes, false)) {
+      if (auto g = storage::LockGuard::TryShared(&db_->locks(), stripes)) {
+        batch_keep(std::move(*g), std::move(stripes), false);
+      } else {
+        uncached.emplace();
+      }
     }
   }
   CommandContext ctx{*this, client, out, argv};

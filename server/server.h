@@ -60,6 +60,16 @@ struct Client {
   size_t query_buffer = 0;
   size_t output_pending = 0;
   bool kill_requested = false;
+  // Lock batching: while a connection runs the commands it has already received (a pipeline),
+  // consecutive commands on the same keys keep the key stripes instead of unlocking and
+  // relocking them for every command (Server::Execute). Set by the connection around its
+  // pipeline loop, which releases the batch (on its io thread) before it waits for anything.
+  bool lock_batching = false;
+  bool batch_held = false;
+  bool batch_exclusive = false;
+  int batch_uses = 0;
+  std::vector<size_t> batch_stripes;
+  storage::LockGuard batch_guard;
 };
 
 struct SlowlogEntry {
@@ -113,6 +123,13 @@ class Server {
   uint64_t WatchVersion(const std::string& id);
   // Drops every watch of the client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
   void UnwatchAll(Client& client);
+  // Releases the stripes a pipeline batch of this client holds (see Client::lock_batching).
+  static void ReleaseBatch(Client& client) {
+    if (client.batch_held) {
+      client.batch_guard.Release();
+      client.batch_held = false;
+    }
+  }
   // A write touched these keys: clients watching them will see EXEC fail.
   void TouchKeys(uint16_t db, const std::vector<std::string_view>& keys);
   // FLUSHDB (db) / FLUSHALL (nullopt): every watched key of the database(s) is touched.
