@@ -9,6 +9,8 @@ namespace {
 
 constexpr size_t kReadChunk = 16 * 1024;
 // Stop reading (and executing) while this much output waits for the socket.
+// (With client-output-buffer-limit set, the limit takes its place, as in Redis: the client is
+// disconnected once its pending output passes the limit.)
 constexpr size_t kOutputHighWater = 256 * 1024;
 constexpr auto kTlsHandshakeTimeout = std::chrono::seconds(10);
 
@@ -127,11 +129,16 @@ void Connection::ArmIdleTimer() {
   });
 }
 
+size_t Connection::HighWater() const {
+  const uint64_t limit = server_.client_output_buffer_limit();
+  return limit > 0 ? static_cast<size_t>(limit) : kOutputHighWater;
+}
+
 void Connection::DoRead() {
   if (reading_ || closing_ || closed_) {
     return;
   }
-  if (out_.size() + writing_.size() > kOutputHighWater) {
+  if (out_.size() + writing_.size() > HighWater()) {
     server_.stats().blocked_on_output++;
     return;  // resumed by OnWrite
   }
@@ -179,7 +186,7 @@ void Connection::ProcessInput() {
     }
   } batch_scope(client_);
   while (!closing_ && !busy_) {
-    if (out_.size() + writing_.size() > kOutputHighWater) {
+    if (out_.size() + writing_.size() > HighWater()) {
       break;  // backpressure: the rest waits until the socket drains
     }
     auto r = parser_.Next(&argv);
@@ -217,7 +224,7 @@ void Connection::ProcessInput() {
     if (client_.close_after_reply || client_.kill_requested) {
       closing_ = true;
     }
-    const uint64_t limit = server_.config().client_output_buffer_limit;
+    const uint64_t limit = server_.client_output_buffer_limit();
     if (limit > 0 && out_.size() + writing_.size() > limit) {
       spdlog::info("client {} closed for overcoming of output buffer limits", client_.addr);
       server_.stats().client_output_limit_disconnections++;

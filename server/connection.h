@@ -42,6 +42,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
  private:
   void Begin();  // after the TLS handshake (if any): the idle timer and the first read
   void DoRead();
+  // Pending output above which the connection stops reading and executing.
+  size_t HighWater() const;
   void OnRead(const asio::error_code& ec, size_t n);
   void ProcessInput();
   // Runs a kBackground command on the server's background pool; the connection executes

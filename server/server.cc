@@ -115,6 +115,7 @@ Server::Server(Config config) : config_(std::move(config)) {
     cf_sizing_ = c.cf_sizing == "load-factor" ? 1 : 0;
     slowlog_slower_than_ = c.slowlog_log_slower_than;
     slowlog_max_len_ = c.slowlog_max_len;
+    client_output_buffer_limit_ = c.client_output_buffer_limit;
   };
   apply(config_);
   run_id_ = RandomHex(40);
@@ -176,6 +177,7 @@ std::optional<std::string> Server::SetConfig(const std::string& name, const std:
   cf_sizing_ = next.cf_sizing == "load-factor" ? 1 : 0;
   slowlog_slower_than_ = next.slowlog_log_slower_than;
   slowlog_max_len_ = next.slowlog_max_len;
+  client_output_buffer_limit_ = next.client_output_buffer_limit;
   if (engine_) {
     engine_->SetFsync(FsyncFromName(next.appendfsync));
   }

@@ -98,6 +98,10 @@ class Server {
   storage::Db& db() { return *db_; }
   storage::Engine& engine() { return *engine_; }
   storage::CfSettings cf_settings() const;
+  // client-output-buffer-limit, readable on the hot path without copying the config.
+  uint64_t client_output_buffer_limit() const {
+    return client_output_buffer_limit_.load(std::memory_order_relaxed);
+  }
   Stats& stats() { return stats_; }
 
   // Runs one command for a client: lookup, arity, auth, MULTI queuing, locks, stats. Appends the
@@ -173,6 +177,7 @@ class Server {
   std::atomic<int> cf_sizing_;
   std::atomic<int64_t> slowlog_slower_than_;
   std::atomic<uint64_t> slowlog_max_len_;
+  std::atomic<uint64_t> client_output_buffer_limit_{0};
 
   CommandTable table_;
   std::unique_ptr<storage::Engine> engine_;
