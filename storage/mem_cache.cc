@@ -1,5 +1,8 @@
 #include "storage/mem_cache.h"
 
+#include <algorithm>
+#include <cstring>
+
 namespace cuckood::storage {
 
 MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
@@ -14,7 +17,26 @@ uint64_t MemCache::Cost(const Entry& e) {
 }
 
 MemCache::Shard& MemCache::ShardOf(std::string_view key) {
-  return *shards_[std::hash<std::string_view>{}(key) % shards_.size()];
+  // A cheap mix of the key's last 8 bytes (page keys end with the page index, metadata keys
+  // with the key name); the shard's map hashes the whole key.
+  uint64_t tail = 0;
+  const size_t n = std::min<size_t>(key.size(), 8);
+  std::memcpy(&tail, key.data() + key.size() - n, n);
+  tail ^= key.size();
+  // (MurmurHash3's 64-bit finaliser: every input bit reaches the low bits used below.)
+  tail ^= tail >> 33;
+  tail *= 0xff51afd7ed558ccdULL;
+  tail ^= tail >> 33;
+  tail *= 0xc4ceb9fe1a85ec53ULL;
+  tail ^= tail >> 33;
+  return *shards_[tail % shards_.size()];
+}
+
+void MemCache::Touch(Shard& s, std::list<Entry>::iterator it) {
+  if (s.inserts - it->stamp > s.map.size() / 4) {
+    s.lru.splice(s.lru.begin(), s.lru, it);
+    it->stamp = s.inserts;
+  }
 }
 
 bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
@@ -25,7 +47,7 @@ bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  s.lru.splice(s.lru.begin(), s.lru, it->second);
+  Touch(s, it->second);
   if (it->second->value) {
     *value = *it->second->value;
   } else {
@@ -43,7 +65,7 @@ bool MemCache::GetShared(std::string_view key, Value* value) {
     misses_.fetch_add(1, std::memory_order_relaxed);
     return false;
   }
-  s.lru.splice(s.lru.begin(), s.lru, it->second);
+  Touch(s, it->second);
   *value = it->second->value;
   hits_.fetch_add(1, std::memory_order_relaxed);
   return true;
@@ -59,14 +81,16 @@ void MemCache::Insert(Shard& s, std::string_view key, Value value) {
   if (shard_capacity_ == 0) {
     return;
   }
+  ++s.inserts;
   auto it = s.map.find(key);
   if (it != s.map.end()) {
     s.bytes -= Cost(*it->second);
     it->second->value = std::move(value);
     s.bytes += Cost(*it->second);
     s.lru.splice(s.lru.begin(), s.lru, it->second);
+    it->second->stamp = s.inserts;
   } else {
-    s.lru.push_front(Entry{std::string(key), std::move(value)});
+    s.lru.push_front(Entry{std::string(key), std::move(value), s.inserts});
     s.map.emplace(s.lru.front().key, s.lru.begin());
     s.bytes += Cost(s.lru.front());
   }

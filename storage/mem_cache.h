@@ -53,6 +53,7 @@ class MemCache {
   struct Entry {
     std::string key;
     Value value;
+    uint64_t stamp = 0;  // the shard's insert count when the entry last moved to the front
   };
   struct Hash {
     using is_transparent = void;
@@ -64,7 +65,11 @@ class MemCache {
     std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>> map;
     uint64_t bytes = 0;
     uint64_t epoch = 0;
+    uint64_t inserts = 0;  // entries inserted or replaced so far
   };
+  // A hit moves its entry to the front only when a quarter of the shard has been inserted since
+  // it last moved there: hot entries stay near the front without a list splice on every hit.
+  static void Touch(Shard& s, std::list<Entry>::iterator it);
   Shard& ShardOf(std::string_view key);
   void Insert(Shard& s, std::string_view key, Value value);
   static Value Share(std::optional<std::string> value) {

@@ -1,0 +1,123 @@
+#include "storage/mem_cache.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cuckood::storage {
+namespace {
+
+std::string PageKey(int i) {
+  return "p-some-filter-prefix-" + std::to_string(i);
+}
+
+TEST_CASE("MemCache: hits, known-absent entries and misses", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);
+  MemCache::Value v;
+  CHECK_FALSE(cache.GetShared("a", &v));
+  cache.Put("a", std::optional<std::string>("alpha"));
+  cache.Put("gone", std::optional<std::string>());
+  REQUIRE(cache.GetShared("a", &v));
+  REQUIRE(v != nullptr);
+  CHECK(*v == "alpha");
+  REQUIRE(cache.GetShared("gone", &v));
+  CHECK(v == nullptr);  // known absent
+  std::optional<std::string> copy;
+  REQUIRE(cache.Get("a", &copy));
+  CHECK(copy == std::optional<std::string>("alpha"));
+  CHECK(cache.hits() == 3);
+  CHECK(cache.misses() == 1);
+}
+
+TEST_CASE("MemCache: shared values are not copied and outlive their replacement", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);
+  auto page = std::make_shared<const std::string>(2048, 'x');
+  cache.Put("k", page);
+  MemCache::Value got;
+  REQUIRE(cache.GetShared("k", &got));
+  CHECK(got.get() == page.get());
+  cache.Put("k", std::optional<std::string>("new"));
+  CHECK(*got == std::string(2048, 'x'));  // a reader's view stays valid
+  REQUIRE(cache.GetShared("k", &got));
+  CHECK(*got == "new");
+}
+
+TEST_CASE("MemCache: a fill after a newer put is refused", "[mem_cache]") {
+  MemCache cache(1 << 20, 1);
+  const uint64_t epoch = cache.Epoch("k");
+  cache.Put("k", std::optional<std::string>("committed"));
+  cache.Fill("k", std::optional<std::string>("stale read"), epoch);
+  MemCache::Value got;
+  REQUIRE(cache.GetShared("k", &got));
+  CHECK(*got == "committed");
+  cache.Fill("other", std::optional<std::string>("read"), cache.Epoch("other"));
+  REQUIRE(cache.GetShared("other", &got));
+  CHECK(*got == "read");
+}
+
+TEST_CASE("MemCache: stays within its capacity and keeps the entries in use", "[mem_cache]") {
+  const uint64_t capacity = 256 << 10;  // 4 shards of 64 KiB: ~30 pages of 2 KiB each
+  MemCache cache(capacity, 4);
+  MemCache::Value got;
+  // a small hot set, looked up between every insert of a long stream of cold pages
+  for (int i = 0; i < 8; ++i) {
+    cache.Put("hot" + std::to_string(i), std::make_shared<const std::string>(2048, 'h'));
+  }
+  int hot_hits = 0;
+  for (int i = 0; i < 5000; ++i) {
+    cache.Put(PageKey(i), std::make_shared<const std::string>(2048, 'c'));
+    for (int h = 0; h < 8; ++h) {
+      hot_hits += cache.GetShared("hot" + std::to_string(h), &got) ? 1 : 0;
+    }
+    CHECK(cache.bytes() <= capacity);
+  }
+  // the hot entries were evicted at most rarely (they move to the front when they get old)
+  CHECK(hot_hits > 5000 * 8 * 9 / 10);
+  // old cold pages are gone, the newest are there
+  CHECK_FALSE(cache.GetShared(PageKey(0), &got));
+  CHECK(cache.GetShared(PageKey(4999), &got));
+  cache.Clear();
+  CHECK(cache.bytes() == 0);
+  CHECK_FALSE(cache.GetShared(PageKey(4999), &got));
+}
+
+TEST_CASE("MemCache: page keys that differ only in their last bytes spread over the shards",
+          "[mem_cache]") {
+  // 64 shards of 64 KiB: 2,000 pages of 2 KiB (4 MiB) fit only if they spread over the shards.
+  MemCache cache(4 << 20, 64);
+  for (uint32_t page = 0; page < 1600; ++page) {
+    std::string key = "p\x00\x01somekey\x00\x00\x00\x00\x00\x00\x00\x07";
+    key += std::string("\x00\x00", 2);  // sub-filter 0
+    for (int shift = 24; shift >= 0; shift -= 8) {
+      key.push_back(static_cast<char>(page >> shift));  // big-endian page index
+    }
+    cache.Put(key, std::make_shared<const std::string>(2048, 'x'));
+  }
+  CHECK(cache.bytes() > (1600ULL * 2048) * 9 / 10);  // (almost) nothing was evicted
+}
+
+TEST_CASE("MemCache: concurrent readers and writers", "[mem_cache]") {
+  MemCache cache(1 << 20, 8);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&cache, t] {
+      MemCache::Value got;
+      for (int i = 0; i < 20000; ++i) {
+        const std::string key = PageKey((i * 7 + t) % 500);
+        if (i % 3 == 0) {
+          cache.Put(key, std::make_shared<const std::string>(key));
+        } else if (cache.GetShared(key, &got) && got) {
+          REQUIRE(*got == key);  // values always belong to their key
+        }
+      }
+    });
+  }
+  for (auto& th : threads) {
+    th.join();
+  }
+  CHECK(cache.bytes() <= (1 << 20));
+}
+
+}  // namespace
+}  // namespace cuckood::storage
