@@ -178,6 +178,7 @@ class Server {
   std::atomic<int64_t> slowlog_slower_than_;
   std::atomic<uint64_t> slowlog_max_len_;
   std::atomic<uint64_t> client_output_buffer_limit_{0};
+  std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;  // filled by Start()
 
   CommandTable table_;
   std::unique_ptr<storage::Engine> engine_;
