@@ -11,6 +11,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
+#include <thread>
 
 #include "storage/format.h"
 #include "storage/page_merge.h"
@@ -463,7 +464,24 @@ Status Engine::Write(rocksdb::WriteBatch* batch) {
   }
   rocksdb::WriteOptions wo;
   wo.sync = fsync_.load() == FsyncMode::kAlways;
+  // RocksDB would block a write during a stall for as long as the stall lasts; this one asks to
+  // fail instead (no_slowdown) and waits in short sleeps, up to write_stall_timeout_ms.
+  wo.no_slowdown = true;
   auto rs = db_->Write(wo, batch);
+  if (rs.IsIncomplete()) {
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(options_.write_stall_timeout_ms);
+    while (rs.IsIncomplete() && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+      rs = db_->Write(wo, batch);
+    }
+    if (rs.IsIncomplete()) {
+      stall_errors_.fetch_add(1);
+      return {Code::kBusy,
+              "storage is busy: RocksDB write stall (flushes and compactions are "
+              "behind), try again later"};
+    }
+  }
   if (!rs.ok()) {
     NoteWriteError(rs);
   }

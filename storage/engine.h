@@ -32,6 +32,10 @@ struct EngineOptions {
   uint64_t write_buffer_bytes = 64ULL << 20;  // memtable size per column family
   int background_jobs = 2;
   bool read_only = false;  // for the offline checker
+  // How long a write waits out a RocksDB write stall (too many memtables or L0 files while
+  // flushes and compactions catch up) before it fails with a "write stall" error instead of
+  // holding its client (and its io thread) indefinitely.
+  uint64_t write_stall_timeout_ms = 2000;
   // Receives RocksDB's own log lines (level: 0 debug, 1 info, 2 warning, 3 error) instead of a
   // LOG file in dir: a log file on the data disk fails, and RocksDB then aborts, once that disk
   // is full. Unset = RocksDB's lines are dropped.
@@ -97,6 +101,7 @@ class Engine {
   Status WriteHealth();
   uint64_t write_errors() const { return write_errors_.load(); }
   uint64_t recoveries() const { return recoveries_.load(); }
+  uint64_t stall_errors() const { return stall_errors_.load(); }
 
   static Status FromRocks(const rocksdb::Status& s);
 
@@ -132,6 +137,7 @@ class Engine {
   Status failed_status_;  // guarded by failed_mu_
   std::atomic<uint64_t> write_errors_{0};
   std::atomic<uint64_t> recoveries_{0};
+  std::atomic<uint64_t> stall_errors_{0};
   std::mutex resume_mu_;  // one Resume() at a time
 };
 

@@ -341,6 +341,7 @@ void RocksDbSection(Server& server, Lines& l) {
     l.Add("write_error", health.ok() ? std::string("none") : health.message());
     l.Add("write_errors", server.engine().write_errors());
     l.Add("write_error_recoveries", server.engine().recoveries());
+    l.Add("write_stall_errors", server.engine().stall_errors());
   }
   l.Add("estimated_keys_metadata", es.estimated_keys_metadata);
   l.Add("estimated_keys_pages", es.estimated_keys_pages);
