@@ -40,20 +40,15 @@ void MemCache::Touch(Shard& s, std::list<Entry>::iterator it) {
 }
 
 bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
-  Shard& s = ShardOf(key);
-  std::lock_guard lock(s.mu);
-  auto it = s.map.find(key);
-  if (it == s.map.end()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+  Value shared;
+  if (!GetShared(key, &shared)) {
     return false;
   }
-  Touch(s, it->second);
-  if (it->second->value) {
-    *value = *it->second->value;
+  if (shared) {
+    *value = *shared;
   } else {
     value->reset();
   }
-  hits_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 
