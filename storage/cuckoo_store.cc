@@ -10,19 +10,6 @@
 namespace cuckood::storage {
 namespace {
 
-class SnapshotHolder {
- public:
-  explicit SnapshotHolder(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
-  ~SnapshotHolder() { db_->ReleaseSnapshot(snap_); }
-  SnapshotHolder(const SnapshotHolder&) = delete;
-  SnapshotHolder& operator=(const SnapshotHolder&) = delete;
-  const rocksdb::Snapshot* get() const { return snap_; }
-
- private:
-  rocksdb::DB* db_;
-  const rocksdb::Snapshot* snap_;
-};
-
 std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) {
   std::vector<core::ItemHash> out;
   out.reserve(items.size());

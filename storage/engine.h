@@ -141,6 +141,20 @@ class Engine {
   std::mutex resume_mu_;  // one Resume() at a time
 };
 
+// A RocksDB snapshot held for the lifetime of the object.
+class SnapshotHolder {
+ public:
+  explicit SnapshotHolder(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  ~SnapshotHolder() { db_->ReleaseSnapshot(snap_); }
+  SnapshotHolder(const SnapshotHolder&) = delete;
+  SnapshotHolder& operator=(const SnapshotHolder&) = delete;
+  const rocksdb::Snapshot* get() const { return snap_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snap_;
+};
+
 // Milliseconds since the unix epoch.
 uint64_t NowMs();
 

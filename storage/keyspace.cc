@@ -28,19 +28,6 @@ std::string NsEnd(uint16_t ns) {
   return NsPrefix(static_cast<uint16_t>(ns + 1));
 }
 
-class SnapshotHolder {
- public:
-  explicit SnapshotHolder(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
-  ~SnapshotHolder() { db_->ReleaseSnapshot(snap_); }
-  SnapshotHolder(const SnapshotHolder&) = delete;
-  SnapshotHolder& operator=(const SnapshotHolder&) = delete;
-  const rocksdb::Snapshot* get() const { return snap_; }
-
- private:
-  rocksdb::DB* db_;
-  const rocksdb::Snapshot* snap_;
-};
-
 bool GlobMatchImpl(const char* p, const char* pend, const char* s, const char* send, bool nocase,
                    int depth) {
   if (depth > 1000) {
