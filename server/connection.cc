@@ -178,8 +178,10 @@ void Connection::ProcessInput() {
   struct BatchScope {
     Client& c;
     explicit BatchScope(Client& client) : c(client) { c.lock_batching = true; }
-    ~BatchScope() {
-      if (c.lock_batching) {  // (a background command, which owns client_ now, turned it off)
+    ~BatchScope() { End(); }
+    // Also before a command moves to the background pool, which then owns client_.
+    void End() {
+      if (c.lock_batching) {
         c.lock_batching = false;
         Server::ReleaseBatch(c);
       }
@@ -208,8 +210,7 @@ void Connection::ProcessInput() {
     }
     const CommandSpec* spec = server_.commands().Find(argv[0]);
     if (spec != nullptr && (spec->flags & kBackground) && !client_.in_multi) {
-      client_.lock_batching = false;
-      Server::ReleaseBatch(client_);
+      batch_scope.End();
       RunInBackground(spec, argv);
       break;  // the rest of the pipeline waits for this command's reply
     }

@@ -187,8 +187,8 @@ class CallbackLogger final : public rocksdb::Logger {
       return;
     }
     std::string_view line(buf, std::min<size_t>(static_cast<size_t>(n), sizeof(buf) - 1));
-    const int severity = level <= rocksdb::InfoLogLevel::DEBUG_LEVEL  ? 0
-                         : level == rocksdb::InfoLogLevel::INFO_LEVEL ? 0
+    // RocksDB's info lines (every flush and compaction) are the server's debug lines.
+    const int severity = level <= rocksdb::InfoLogLevel::INFO_LEVEL   ? 0
                          : level == rocksdb::InfoLogLevel::WARN_LEVEL ? 2
                                                                       : 3;
     fn_(severity, line);

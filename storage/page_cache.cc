@@ -47,6 +47,11 @@ uint64_t PageCache::Buckets(uint32_t f) {
   return buckets_[f];
 }
 
+bool PageCache::OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const {
+  std::string_view raw(key.data(), key.size());
+  return raw.substr(0, prefix_.size()) == prefix_ && DecodePageKey(raw, parts);
+}
+
 MemCache::Value PageCache::Zeros(uint64_t length) {
   if (length == geo_.page_bytes) {
     if (!zeros_) {
@@ -76,10 +81,7 @@ bool PageCache::MayHavePages(uint32_t f) {
         break;
       }
       PageKeyParts parts;
-      auto k = it->key();
-      std::string_view raw(k.data(), k.size());
-      if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
-          parts.filter >= stored_.size()) {
+      if (!OwnPage(it->key(), &parts) || parts.filter >= stored_.size()) {
         break;
       }
       stored_[parts.filter] = true;
@@ -301,10 +303,7 @@ uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_bucke
     return num_buckets;
   }
   PageKeyParts parts;
-  auto k = scan_it_->key();
-  std::string_view raw(k.data(), k.size());
-  if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
-      parts.filter != f) {
+  if (!OwnPage(scan_it_->key(), &parts) || parts.filter != f) {
     return num_buckets;
   }
   scan_page_ = parts.page;
@@ -355,10 +354,7 @@ Status PageCache::ReadRange(uint32_t f, uint64_t offset, uint64_t length, std::s
   const uint64_t nb = Buckets(f);
   for (it->Seek(start); it->Valid(); it->Next()) {
     PageKeyParts parts;
-    auto k = it->key();
-    std::string_view raw(k.data(), k.size());
-    if (raw.substr(0, prefix_.size()) != prefix_ || !DecodePageKey(raw, &parts) ||
-        parts.filter != f || parts.page > last) {
+    if (!OwnPage(it->key(), &parts) || parts.filter != f || parts.page > last) {
       break;
     }
     auto v = it->value();

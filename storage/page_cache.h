@@ -91,6 +91,8 @@ class PageCache final : public core::BucketAccess {
     size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
   void MarkDirty(Page* p);
+  // Decodes a page key an iterator found, if it belongs to this filter (prefix_).
+  bool OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const;
   // The all-zero page of this length (a page that is not stored), shared.
   MemCache::Value Zeros(uint64_t length);
   // Whether sub-filter f may have stored pages. For long chains (more than kSkipScanMin
