@@ -34,6 +34,7 @@ enum CommandFlag : uint32_t {
   kNoWatchBump = 1 << 13,   // a "write" that never modifies data seen by WATCH
   kBackground = 1 << 14,    // may run long: executed off the io thread (the connection waits)
   kHandlerArity = 1 << 15,  // inside MULTI, queued without an arity check (checked at EXEC)
+  kGroupCommit = 1 << 16,   // pipelined, its writes may share one RocksDB write (WriteGroup)
 };
 
 using Argv = std::vector<std::string_view>;

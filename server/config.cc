@@ -438,6 +438,10 @@ std::vector<OptionRow> BuildTable() {
                 "'normal hard soft seconds' form is accepted too)",
                 true, [](const Config& c) { return std::to_string(c.client_output_buffer_limit); },
                 SetOutputBufferLimit});
+  t.push_back(BoolRow("group-commit",
+                      "Pipelined filter writes of a connection share one RocksDB write (one WAL "
+                      "append and sync); replies wait for it",
+                      true, &C::group_commit));
   t.push_back(MemoryRow("block-cache-size", "RocksDB block cache size", false, &C::block_cache_size,
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,

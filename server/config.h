@@ -20,6 +20,7 @@ struct Config {
   int workers = 0;  // 0 = number of cores
   std::string requirepass;
   bool protected_mode = true;
+  bool group_commit = true;  // pipelined filter writes share RocksDB writes
   std::string appendfsync = "everysec";
   int maxclients = 10000;
   int timeout = 0;  // seconds of idleness before a client is closed; 0 = never

@@ -175,18 +175,20 @@ void Connection::ProcessInput() {
   bool ran = false;
   // Commands already received keep the key stripes between them (Client::lock_batching); they
   // are given back before this function returns, on this io thread.
+  // Their write group (Client::group) is committed then too, before any reply is sent.
   struct BatchScope {
+    Server& s;
     Client& c;
-    explicit BatchScope(Client& client) : c(client) { c.lock_batching = true; }
+    BatchScope(Server& server, Client& client) : s(server), c(client) { c.lock_batching = true; }
     ~BatchScope() { End(); }
     // Also before a command moves to the background pool, which then owns client_.
     void End() {
       if (c.lock_batching) {
         c.lock_batching = false;
-        Server::ReleaseBatch(c);
+        s.ReleaseBatch(c);
       }
     }
-  } batch_scope(client_);
+  } batch_scope(server_, client_);
   while (!closing_ && !busy_) {
     if (out_.size() + writing_.size() > HighWater()) {
       break;  // backpressure: the rest waits until the socket drains
@@ -233,6 +235,7 @@ void Connection::ProcessInput() {
       return;
     }
   }
+  batch_scope.End();
   query_buf_ = parser_.buffered();
   if (ran) {
     SyncSnapshot();

@@ -116,6 +116,7 @@ Server::Server(Config config) : config_(std::move(config)) {
     slowlog_slower_than_ = c.slowlog_log_slower_than;
     slowlog_max_len_ = c.slowlog_max_len;
     client_output_buffer_limit_ = c.client_output_buffer_limit;
+    group_commit_ = c.group_commit;
   };
   apply(config_);
   run_id_ = RandomHex(40);
@@ -178,6 +179,7 @@ std::optional<std::string> Server::SetConfig(const std::string& name, const std:
   slowlog_slower_than_ = next.slowlog_log_slower_than;
   slowlog_max_len_ = next.slowlog_max_len;
   client_output_buffer_limit_ = next.client_output_buffer_limit;
+  group_commit_ = next.group_commit;
   if (engine_) {
     engine_->SetFsync(FsyncFromName(next.appendfsync));
   }
@@ -584,6 +586,11 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   constexpr int kMaxBatchUses = 256;
   const bool batchable = client.lock_batching && !locks_held && spec.first_key > 0 &&
                          !(spec.flags & (kLockAll | kBackground));
+  const bool groupable = batchable && write && (spec.flags & kGroupCommit) &&
+                         group_commit_.load(std::memory_order_relaxed);
+  if (!groupable && client.group) {
+    EndGroup(client);  // (no command but those of the group may see its uncommitted changes)
+  }
   if (!batchable && !locks_held) {
     ReleaseBatch(client);
   }
@@ -649,6 +656,15 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
       }
     }
   }
+  if (groupable) {
+    if (!client.group) {
+      client.group = std::make_unique<storage::WriteGroup>(db_->engine(), &db_->cache());
+      client.group_out = out.buffer();
+      client.group_start = before;
+      client.group_commands = 0;
+    }
+    ++client.group_commands;
+  }
   CommandContext ctx{*this, client, out, argv};
   if ((spec.flags & kHandlerArity) &&
       ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
@@ -684,6 +700,38 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
     SlowlogAdd(client, argv, static_cast<int64_t>(micros));
   }
+  if (client.group && client.group->Full()) {
+    EndGroup(client);
+  }
+}
+
+void Server::EndGroup(Client& client) {
+  if (!client.group) {
+    return;
+  }
+  auto s = client.group->Commit();
+  client.group.reset();
+  if (client.group_commands > 0) {
+    stats_.write_groups++;
+    stats_.write_group_commands += client.group_commands;
+  }
+  if (!s.ok()) {
+    // Nothing of the group was stored: every command of it answers the error instead.
+    std::string& out = *client.group_out;
+    out.resize(client.group_start);
+    resp::Writer w(&out, client.proto);
+    ReplyStatusError(w, s);
+    const std::string reply = out.substr(client.group_start);
+    const std::string_view text =
+        std::string_view(reply).substr(1, reply.size() > 3 ? reply.size() - 3 : 0);
+    for (size_t i = 0; i < client.group_commands; ++i) {
+      if (i > 0) {
+        out += reply;
+      }
+      stats_.CountError(text);
+    }
+  }
+  client.group_commands = 0;
 }
 
 void Server::SlowlogAdd(const Client& client, const Argv& argv, int64_t micros) {

@@ -25,6 +25,7 @@
 #include "server/stats.h"
 #include "storage/db.h"
 #include "storage/engine.h"
+#include "storage/write_group.h"
 
 namespace asio::ssl {
 class context;
@@ -70,6 +71,14 @@ struct Client {
   int batch_uses = 0;
   std::vector<size_t> batch_stripes;
   storage::LockGuard batch_guard;
+  // Group commit (storage/write_group.h): while a batch holds its stripes exclusively, the
+  // filter writes of consecutive kGroupCommit commands share one RocksDB write, made before the
+  // stripes are released and before any of their replies is sent (Server::EndGroup). Their
+  // replies start at group_start in *group_out; if the write fails, each becomes its error.
+  std::unique_ptr<storage::WriteGroup> group;
+  std::string* group_out = nullptr;
+  size_t group_start = 0;
+  size_t group_commands = 0;
 };
 
 struct SlowlogEntry {
@@ -127,8 +136,12 @@ class Server {
   uint64_t WatchVersion(const std::string& id);
   // Drops every watch of the client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
   void UnwatchAll(Client& client);
-  // Releases the stripes a pipeline batch of this client holds (see Client::lock_batching).
-  static void ReleaseBatch(Client& client) {
+  // Commits the client's write group, if one is open (see Client::group).
+  void EndGroup(Client& client);
+  // Commits the write group and releases the stripes a pipeline batch of this client holds
+  // (see Client::lock_batching).
+  void ReleaseBatch(Client& client) {
+    EndGroup(client);
     if (client.batch_held) {
       client.batch_guard.Release();
       client.batch_held = false;
@@ -178,6 +191,7 @@ class Server {
   std::atomic<int64_t> slowlog_slower_than_;
   std::atomic<uint64_t> slowlog_max_len_;
   std::atomic<uint64_t> client_output_buffer_limit_{0};
+  std::atomic<bool> group_commit_{true};
   std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;  // filled by Start()
 
   CommandTable table_;

@@ -125,7 +125,8 @@ void Stats::Reset() {
         &total_net_input_bytes, &total_net_output_bytes, &keyspace_hits, &keyspace_misses,
         &expired_keys, &total_error_replies, &unexpected_error_replies,
         &client_output_limit_disconnections, &client_query_buffer_limit_disconnections,
-        &protocol_errors, &blocked_on_output, &tls_handshake_errors}) {
+        &protocol_errors, &blocked_on_output, &tls_handshake_errors, &write_groups,
+        &write_group_commands}) {
     counter->store(0, std::memory_order_relaxed);
   }
   instantaneous_ops_per_sec = 0;

@@ -60,6 +60,8 @@ class Stats {
   std::atomic<int64_t> instantaneous_input_kbps_x100{0};
   std::atomic<int64_t> instantaneous_output_kbps_x100{0};
   std::atomic<uint64_t> blocked_on_output{0};
+  std::atomic<uint64_t> write_groups{0};          // group commits (one RocksDB write each)
+  std::atomic<uint64_t> write_group_commands{0};  // commands whose writes they carried
 
   // Per command (name as in the table); created on first use. The reference stays valid for the
   // life of the Stats object (resets zero the counters in place), so callers may keep it.

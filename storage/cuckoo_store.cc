@@ -6,6 +6,7 @@
 
 #include "storage/db.h"
 #include "storage/page_cache.h"
+#include "storage/write_group.h"
 
 namespace cuckood::storage {
 namespace {
@@ -26,6 +27,23 @@ const Status kWrongType(Code::kWrongType, "");
 std::string Db::PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const {
   std::string_view owner = meta.cuckoo.owner.empty() ? key : std::string_view(meta.cuckoo.owner);
   return EncodePagePrefix(ns, owner, meta.version);
+}
+
+Status Db::CommitFilter(PageCache* cache, const std::string& meta_key, const Metadata& meta) {
+  if (auto* group = WriteGroup::Current(); group != nullptr && group->cache() == &mem_) {
+    if (cache != nullptr) {
+      cache->AddDirty(group);
+    }
+    group->AddMeta(MetaCacheKey(meta_key),
+                   std::make_shared<const std::string>(EncodeMetadata(meta)));
+    return Status::Ok();
+  }
+  rocksdb::WriteBatch batch;
+  if (cache != nullptr) {
+    cache->AddDirty(&batch);
+  }
+  (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
+  return Commit(&batch, cache, {{meta_key, &meta}});
 }
 
 core::Limits Db::LimitsFor(const Metadata& meta, const CfSettings& settings) const {
@@ -77,10 +95,7 @@ Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
     return meta.status();
   }
   // Only metadata: pages are created when first written.
-  rocksdb::WriteBatch batch;
-  const std::string mk = EncodeMetaKey(ns, key);
-  (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(*meta));
-  return Commit(&batch, nullptr, {{mk, &*meta}});
+  return CommitFilter(nullptr, EncodeMetaKey(ns, key), *meta);
 }
 
 StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
@@ -116,9 +131,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
     // RedisBloom refuses before looking at any item, but an auto-created key stays.
     out.max_expansions = true;
     if (created) {
-      rocksdb::WriteBatch batch;
-      (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-      auto s = Commit(&batch, nullptr, {{meta_key, &meta}});
+      auto s = CommitFilter(nullptr, meta_key, meta);
       if (!s.ok()) {
         return s;
       }
@@ -145,11 +158,8 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   if (!changed) {
     return out;
   }
-  rocksdb::WriteBatch batch;
-  cache.AddDirty(&batch);
   meta.size = filter.num_items;
-  (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  auto s = Commit(&batch, &cache, {{meta_key, &meta}});
+  auto s = CommitFilter(&cache, meta_key, meta);
   if (!s.ok()) {
     return s;
   }
@@ -223,11 +233,8 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
   if (r == core::DeleteResult::kNotFound) {
     return false;
   }
-  rocksdb::WriteBatch batch;
-  cache.AddDirty(&batch);
   meta.size = filter.num_items;
-  (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  auto s = Commit(&batch, &cache, {{meta_key, &meta}});
+  auto s = CommitFilter(&cache, meta_key, meta);
   if (!s.ok()) {
     return s;
   }

@@ -151,8 +151,13 @@ class Db {
   };
   // Writes the batch; on success publishes the pages of `pages` (may be null) and the metadata
   // changes to the in-memory cache.
+  // With a WriteGroup open on this thread (storage/write_group.h), that group is committed
+  // first.
   Status Commit(rocksdb::WriteBatch* batch, class PageCache* pages,
                 std::initializer_list<MetaChange> metas);
+  // Commits a filter write: the dirty pages of `cache` (may be null) and the new metadata, in
+  // one batch, or into the WriteGroup open on this thread for this Db.
+  Status CommitFilter(class PageCache* cache, const std::string& meta_key, const Metadata& meta);
 
   Engine* engine_;
   LockManager locks_;

@@ -7,6 +7,7 @@
 
 #include "storage/db.h"
 #include "storage/page_cache.h"
+#include "storage/write_group.h"
 
 namespace cuckood::storage {
 namespace {
@@ -148,6 +149,12 @@ Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
 
 Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,
                   std::initializer_list<MetaChange> metas) {
+  if (auto* group = WriteGroup::Current(); group != nullptr && group->cache() == &mem_) {
+    // Earlier changes reach RocksDB first.
+    if (auto s = group->Commit(); !s.ok()) {
+      return s;
+    }
+  }
   auto s = engine_->Write(batch);
   if (!s.ok()) {
     return s;
@@ -169,7 +176,15 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, ui
   std::optional<std::string> cached;
   const bool use_cache = ro.snapshot == nullptr && !UncachedReads::active();
   const std::string ck = use_cache ? MetaCacheKey(mk) : std::string();
-  if (use_cache && mem_.Get(ck, &cached)) {
+  MemCache::Value grouped;
+  if (auto* group = WriteGroup::Current();
+      use_cache && group != nullptr && group->cache() == &mem_ && group->Lookup(ck, &grouped)) {
+    // Written by an earlier command of this thread's write group.
+    if (!grouped) {
+      return std::optional<Metadata>();
+    }
+    raw = *grouped;
+  } else if (use_cache && mem_.Get(ck, &cached)) {
     if (!cached) {
       return std::optional<Metadata>();
     }

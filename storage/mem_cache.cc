@@ -121,6 +121,19 @@ void MemCache::Put(std::string_view key, Value value) {
   Insert(s, key, std::move(value));
 }
 
+void MemCache::Erase(std::string_view key) {
+  Shard& s = ShardOf(key);
+  std::lock_guard lock(s.mu);
+  ++s.epoch;
+  auto it = s.map.find(key);
+  if (it != s.map.end()) {
+    auto entry = it->second;
+    s.bytes -= Cost(*entry);
+    s.map.erase(it);
+    s.lru.erase(entry);
+  }
+}
+
 void MemCache::Clear() {
   for (auto& s : shards_) {
     std::lock_guard lock(s->mu);

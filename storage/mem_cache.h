@@ -42,6 +42,8 @@ class MemCache {
   // A committed change (nullopt = the key was deleted).
   void Put(std::string_view key, std::optional<std::string> value);
   void Put(std::string_view key, Value value);
+  // Forgets a key (its next read goes to RocksDB), e.g. a change that was not committed.
+  void Erase(std::string_view key);
   void Clear();
 
   uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "storage/page_merge.h"
+#include "storage/write_group.h"
 
 namespace cuckood::storage {
 namespace {
@@ -26,7 +27,18 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::str
       prefix_(std::move(page_prefix)),
       meta_(meta),
       geo_(page_size, meta->bucket_size),
-      mem_(snapshot == nullptr ? mem : nullptr) {}
+      mem_(snapshot == nullptr ? mem : nullptr),
+      group_(mem_ != nullptr && WriteGroup::Current() != nullptr &&
+                     WriteGroup::Current()->cache() == mem_
+                 ? WriteGroup::Current()
+                 : nullptr) {}
+
+bool PageCache::CacheGet(const std::string& cache_key, MemCache::Value* value) {
+  if (group_ != nullptr && group_->Lookup(cache_key, value)) {
+    return true;
+  }
+  return mem_->GetShared(cache_key, value);
+}
 
 PageCache::~PageCache() = default;
 
@@ -65,6 +77,9 @@ MemCache::Value PageCache::Zeros(uint64_t length) {
 bool PageCache::MayHavePages(uint32_t f) {
   if (meta_->num_filters <= kSkipScanMin) {
     return true;
+  }
+  if (group_ != nullptr && group_->HasPagesOf(prefix_)) {
+    return true;  // (the scan would not see the group's pages, which RocksDB has not got yet)
   }
   if (!scanned_) {
     scanned_ = true;
@@ -129,7 +144,7 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   if (mem_ != nullptr) {
     ck = PageCacheKey(key);
     MemCache::Value cached;
-    if (mem_->GetShared(ck, &cached)) {
+    if (CacheGet(ck, &cached)) {
       if (!cached) {
         p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
       } else if (!Accept(f, page, std::move(cached), &p)) {
@@ -195,7 +210,7 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       auto ck = PageCacheKey(
           EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
       MemCache::Value cached;
-      if (mem_->GetShared(ck, &cached)) {
+      if (CacheGet(ck, &cached)) {
         Page p;
         if (!cached) {
           p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
@@ -289,6 +304,15 @@ uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_bucke
   if (pages_.count(Id(f, page)) != 0) {
     return b;  // cached (perhaps written by this command)
   }
+  if (group_ != nullptr && group_->HasPagesOf(prefix_)) {
+    // The iterator reads RocksDB, which has not got the pages of this filter that earlier
+    // commands of the thread's write group changed: they are committed first.
+    if (auto s = group_->Commit(); !s.ok()) {
+      status_ = s;
+      return b;  // (the caller's Read reports the error)
+    }
+    scan_it_.reset();
+  }
   if (!scan_it_ || scan_f_ != f) {
     scan_it_.reset(engine_->db()->NewIterator(ReadOpts(), engine_->pages_cf()));
     scan_f_ = f;
@@ -319,6 +343,13 @@ bool PageCache::Checkpoint() {
     return true;
   }
   if (dirty_pages_ > 0) {
+    if (group_ != nullptr) {
+      // Earlier changes of the thread's write group reach RocksDB first.
+      if (auto s = group_->Commit(); !s.ok()) {
+        status_ = s;
+        return false;
+      }
+    }
     rocksdb::WriteBatch batch;
     AddDirty(&batch);
     if (on_checkpoint_) {
@@ -421,38 +452,42 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
 }
 
 void PageCache::AddDirty(rocksdb::WriteBatch* batch) {
+  AddDirtyTo(batch, nullptr);
+}
+
+void PageCache::AddDirty(WriteGroup* group) {
+  AddDirtyTo(nullptr, group);
+}
+
+void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   for (auto& [id, page] : pages_) {
     if (!page.dirty) {
       continue;
     }
-    auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
-                             static_cast<uint32_t>(id & 0xffffffffULL));
-    std::string operand;
-    static const std::string kNone;
-    const std::string& before = page.before ? *page.before : kNone;
-    if (!page.whole && before == page.bytes) {
-      // unchanged (e.g. a kick-out chain that was rolled back)
-    } else if (AllZero(page.bytes)) {
-      if (page.whole || !AllZero(before)) {
-        (void)batch->Delete(engine_->pages_cf(), key);
-        if (mem_ != nullptr) {
-          publish_.emplace_back(PageCacheKey(key), nullptr);
+    const std::string* before = page.before.get();
+    const bool zero = AllZero(page.bytes);
+    const bool unchanged =
+        !page.whole && before != nullptr && (zero ? AllZero(*before) : *before == page.bytes);
+    if (!unchanged) {
+      auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
+                               static_cast<uint32_t>(id & 0xffffffffULL));
+      MemCache::Value after;  // nullptr: all zeros, not stored
+      if (!zero) {
+        // The page becomes shared with the cache (no copy) and stays readable here.
+        after = std::make_shared<const std::string>(std::move(page.bytes));
+        page.bytes.clear();
+        page.shared = after;
+        if (scanned_ && (id >> 32) < stored_.size()) {
+          stored_[id >> 32] = true;  // stored once committed (Checkpoint empties pages_)
         }
       }
-    } else {
-      if (!page.whole && EncodePageDelta(before, page.bytes, &operand)) {
-        (void)batch->Merge(engine_->pages_cf(), key, operand);
+      if (group != nullptr) {
+        group->AddPage(prefix_, PageCacheKey(key), page.before, after, page.whole);
       } else {
-        (void)batch->Put(engine_->pages_cf(), key, page.bytes);
-      }
-      if (scanned_ && (id >> 32) < stored_.size()) {
-        stored_[id >> 32] = true;  // stored once this batch commits (Checkpoint empties pages_)
-      }
-      if (mem_ != nullptr) {
-        // The page becomes shared with the cache (no copy) and stays readable here.
-        page.shared = std::make_shared<const std::string>(std::move(page.bytes));
-        page.bytes.clear();
-        publish_.emplace_back(PageCacheKey(key), page.shared);
+        (void)AddPageWrite(batch, engine_->pages_cf(), key, before, after.get(), page.whole);
+        if (mem_ != nullptr) {
+          publish_.emplace_back(PageCacheKey(key), std::move(after));
+        }
       }
     }
     page.dirty = false;

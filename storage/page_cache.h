@@ -58,6 +58,8 @@ class PageCache final : public core::BucketAccess {
   // page_merge.h), a whole page when that is smaller, a delete for an all-zero page. The new
   // contents wait for Publish().
   void AddDirty(rocksdb::WriteBatch* batch);
+  // The same into a write group (storage/write_group.h), which publishes the pages at once.
+  void AddDirty(class WriteGroup* group);
   // After the batch holding AddDirty's pages is committed: the pages (and any extra entries,
   // e.g. metadata) go to the in-memory cache.
   void Publish();
@@ -91,6 +93,9 @@ class PageCache final : public core::BucketAccess {
     size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
   void MarkDirty(Page* p);
+  void AddDirtyTo(rocksdb::WriteBatch* batch, class WriteGroup* group);
+  // A page (PageCacheKey) from the thread's write group or the in-memory cache.
+  bool CacheGet(const std::string& cache_key, MemCache::Value* value);
   // Decodes a page key an iterator found, if it belongs to this filter (prefix_).
   bool OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const;
   // The all-zero page of this length (a page that is not stored), shared.
@@ -118,6 +123,7 @@ class PageCache final : public core::BucketAccess {
   Status status_;
   std::function<void(rocksdb::WriteBatch*)> on_checkpoint_;
   MemCache* mem_;
+  class WriteGroup* group_;  // open on this thread for this cache (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
   MemCache::Value zeros_;  // Zeros() of the full page length
   bool scanned_ = false;

@@ -370,20 +370,21 @@ CommandSpec Row(std::string name, int arity, uint32_t flags, Handler h, std::str
 
 void RegisterCfCommands(CommandTable& table) {
   const uint32_t kW = kWrite | kDenyOom;
+  const uint32_t kWG = kW | kGroupCommit;  // filter writes that may join a write group
   const uint32_t kR = kReadOnly | kFast;
   table.Add(Row(
-      "cf.reserve", -3, kW, CfReserve, "Creates a new Cuckoo Filter", "O(1)",
+      "cf.reserve", -3, kWG, CfReserve, "Creates a new Cuckoo Filter", "O(1)",
       {Key(), Arg("capacity", "integer"), Arg("bucketsize", "integer", true, false, "BUCKETSIZE"),
        Arg("maxiterations", "integer", true, false, "MAXITERATIONS"),
        Arg("expansion", "integer", true, false, "EXPANSION")},
       {"write", "fast"}));
-  table.Add(Row("cf.add", 3, kW, CfAdd, "Adds an item to a Cuckoo Filter", "O(k + i)",
+  table.Add(Row("cf.add", 3, kWG, CfAdd, "Adds an item to a Cuckoo Filter", "O(k + i)",
                 {Key(), Arg("item", "string")}, {"write"}));
-  table.Add(Row("cf.addnx", 3, kW, CfAddNx,
+  table.Add(Row("cf.addnx", 3, kWG, CfAddNx,
                 "Adds an item to a Cuckoo Filter if the item did not exist previously.", "O(k + i)",
                 {Key(), Arg("item", "string")}, {"write"}));
   table.Add(
-      Row("cf.insert", -4, kW, CfInsert,
+      Row("cf.insert", -4, kWG, CfInsert,
           "Adds one or more items to a Cuckoo Filter. A filter will be created if it does "
           "not exist",
           "O(n * (k + i))",
@@ -392,7 +393,7 @@ void RegisterCfCommands(CommandTable& table) {
            Arg("items", "pure-token", false, false, "ITEMS"), Arg("item", "string", false, true)},
           {"write"}));
   table.Add(
-      Row("cf.insertnx", -4, kW, CfInsertNx,
+      Row("cf.insertnx", -4, kWG, CfInsertNx,
           "Adds one or more items to a Cuckoo Filter if the items did not exist "
           "previously. A filter will be created if it does not exist",
           "O(n * (k + i))",
@@ -412,9 +413,9 @@ void RegisterCfCommands(CommandTable& table) {
   table.Add(Row(
       "cf.count", 3, kR, CfCount, "Return the number of times an item might be in a Cuckoo Filter",
       "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")}, {"read"}));
-  table.Add(Row("cf.del", 3, kWrite | kFast, CfDel, "Deletes an item from a Cuckoo Filter",
-                "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")},
-                {"write"}));
+  table.Add(
+      Row("cf.del", 3, kWrite | kFast | kGroupCommit, CfDel, "Deletes an item from a Cuckoo Filter",
+          "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")}, {"write"}));
   // CF.COMPACT mutates the filter: flagged as a write here although RedisBloom flags it read-only.
   table.Add(Row("cf.compact", 2, kWrite | kBackground, CfCompact,
                 "Moves items from newer sub-filters into older ones and frees empty sub-filters",

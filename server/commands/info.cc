@@ -250,6 +250,8 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("client_output_buffer_limit_disconnections", s.client_output_limit_disconnections.load());
   l.Add("protocol_errors", s.protocol_errors.load());
   l.Add("blocked_on_output", s.blocked_on_output.load());
+  l.Add("write_groups", s.write_groups.load());
+  l.Add("write_group_commands", s.write_group_commands.load());
 }
 
 void ReplicationSection(Server& server, Lines& l) {

@@ -217,7 +217,8 @@ def test_discard_clears_watches(raw, other):
 def test_exec_is_atomic_against_a_concurrent_writer(server):
     k = "tx:atomic"
     a = RawClient(server.port)
-    a.call("CF.RESERVE", k, "1000")
+    # room for everything a fast writer adds meanwhile (no "Maximum expansions reached")
+    a.call("CF.RESERVE", k, "1000000")
     stop = threading.Event()
     written = [0]
     errors = []

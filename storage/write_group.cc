@@ -1,0 +1,141 @@
+#include "storage/write_group.h"
+
+#include <algorithm>
+
+#include "storage/page_merge.h"
+
+namespace cuckood::storage {
+namespace {
+
+thread_local WriteGroup* t_group = nullptr;
+
+bool AllZero(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
+}
+
+}  // namespace
+
+bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
+                  const std::string* before, const std::string* after, bool whole) {
+  const bool was_zero = before == nullptr || AllZero(*before);
+  if (after == nullptr || AllZero(*after)) {
+    if (!whole && was_zero) {
+      return false;  // was not stored and still is not
+    }
+    (void)batch->Delete(cf, key);
+    return true;
+  }
+  if (!whole && before != nullptr && *before == *after) {
+    return false;  // unchanged (e.g. a kick-out chain that was rolled back)
+  }
+  std::string operand;
+  if (!whole && before != nullptr && EncodePageDelta(*before, *after, &operand)) {
+    (void)batch->Merge(cf, key, operand);
+  } else {
+    (void)batch->Put(cf, key, *after);
+  }
+  return true;
+}
+
+WriteGroup::WriteGroup(Engine* engine, MemCache* mem)
+    : engine_(engine), mem_(mem), previous_(t_group) {
+  t_group = this;
+}
+
+WriteGroup::~WriteGroup() {
+  Abandon();
+  t_group = previous_;
+}
+
+WriteGroup* WriteGroup::Current() {
+  return t_group;
+}
+
+bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) const {
+  if (changes_.empty()) {
+    return false;
+  }
+  auto it = changes_.find(std::string(cache_key));
+  if (it == changes_.end()) {
+    return false;
+  }
+  *value = it->second.after;
+  return true;
+}
+
+void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
+                         MemCache::Value before, MemCache::Value after, bool whole) {
+  if (prefixes_.empty() || !HasPagesOf(page_prefix)) {
+    prefixes_.emplace(page_prefix);
+  }
+  mem_->Put(cache_key, after);
+  auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
+  Change& c = it->second;
+  if (fresh) {
+    c.page = true;
+    c.whole = whole;
+    c.before = std::move(before);
+  } else {
+    c.whole = c.whole || whole;  // (keeps the state from before the group)
+  }
+  c.after = std::move(after);
+}
+
+void WriteGroup::AddMeta(std::string cache_key, MemCache::Value value) {
+  mem_->Put(cache_key, value);
+  changes_[std::move(cache_key)].after = std::move(value);
+}
+
+void WriteGroup::Fail(const Status& s) {
+  if (failed_.ok()) {
+    failed_ = s;
+  }
+  Abandon();
+}
+
+Status WriteGroup::Commit() {
+  if (!failed_.ok()) {
+    Abandon();
+    return failed_;
+  }
+  if (changes_.empty()) {
+    return Status::Ok();
+  }
+  rocksdb::WriteBatch batch;
+  size_t writes = 0;
+  for (const auto& [ck, c] : changes_) {
+    const std::string_view key = std::string_view(ck).substr(1);
+    if (c.page) {
+      writes +=
+          AddPageWrite(&batch, engine_->pages_cf(), key, c.before.get(), c.after.get(), c.whole)
+              ? 1
+              : 0;
+    } else if (c.after) {
+      (void)batch.Put(engine_->metadata_cf(), key, *c.after);
+      ++writes;
+    } else {
+      (void)batch.Delete(engine_->metadata_cf(), key);
+      ++writes;
+    }
+  }
+  Status s = writes == 0 ? Status::Ok() : engine_->Write(&batch);
+  if (!s.ok()) {
+    failed_ = s;
+    Abandon();
+    return s;
+  }
+  changes_.clear();
+  prefixes_.clear();
+  return Status::Ok();
+}
+
+void WriteGroup::Abandon() {
+  // The cache holds the group's values: readers must find RocksDB's again.
+  for (const auto& [ck, c] : changes_) {
+    mem_->Erase(ck);
+  }
+  changes_.clear();
+  prefixes_.clear();
+}
+
+}  // namespace cuckood::storage

@@ -1,0 +1,98 @@
+// Group commit: one RocksDB write for the filter writes of several commands.
+//
+// While a WriteGroup is open on a thread, the cuckoo filter writes Db runs on that thread
+// (CfReserve, CfInsert, CfDelete) do not each write a RocksDB batch. Their changed pages and
+// metadata are collected here instead: a page changed by several commands is kept once, with its
+// stored state from before the group and its newest bytes. The new values go to the in-memory
+// cache at once, so the next command of the group sees them, and reads on this thread look here
+// first (the cache may evict an entry meanwhile). Commit() then writes the whole group in one
+// atomic RocksDB write: one WAL append (one sync with appendfsync always), a metadata record and
+// a page written once however many commands of the group changed them.
+//
+// The caller's contract: it holds the stripe locks of every key a grouped command touched until
+// Commit() has returned, and sends none of their replies before. A failed Commit() leaves
+// nothing of the group in RocksDB and drops its entries from the in-memory cache; every grouped
+// command must then answer that error. Other writes on a thread with an open group first commit
+// the group (Db::Commit), so RocksDB always receives changes in the order they were made.
+#pragma once
+
+#include <rocksdb/write_batch.h>
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "storage/engine.h"
+#include "storage/mem_cache.h"
+#include "storage/status.h"
+
+namespace cuckood::storage {
+
+class WriteGroup {
+ public:
+  // Opens the group on this thread (groups do not nest).
+  WriteGroup(Engine* engine, MemCache* mem);
+  // Whatever is not committed is abandoned, as by a failed Commit().
+  ~WriteGroup();
+  WriteGroup(const WriteGroup&) = delete;
+  WriteGroup& operator=(const WriteGroup&) = delete;
+
+  // The group open on this thread, or nullptr.
+  static WriteGroup* Current();
+  // The in-memory cache (of one Db) this group is for.
+  const MemCache* cache() const { return mem_; }
+
+  // Writes every change collected so far in one RocksDB write and starts an empty group. After
+  // a failure (of this write or an earlier one, see Fail) it returns that error until the group
+  // is closed; nothing of the group is stored.
+  Status Commit();
+  // Enough is collected that the caller should commit before the next command.
+  bool Full() const { return changes_.size() >= kMaxChanges; }
+  bool empty() const { return changes_.empty(); }
+
+  // ---- for Db and PageCache -------------------------------------------------------------------
+  // The newest value of a cache key (MetaCacheKey / PageCacheKey) changed in this group; true
+  // when found (*value nullptr = absent, i.e. a deleted key or an all-zero page).
+  bool Lookup(std::string_view cache_key, MemCache::Value* value) const;
+  // A page of the filter whose pages start with page_prefix changed: before = its bytes when
+  // this command read it (nullptr: replaced without reading), after = its new bytes (nullptr:
+  // all zeros, not stored).
+  void AddPage(std::string_view page_prefix, std::string cache_key, MemCache::Value before,
+               MemCache::Value after, bool whole);
+  // A metadata record's new value (nullptr = deleted).
+  void AddMeta(std::string cache_key, MemCache::Value value);
+  // Whether this group changed a page of that filter.
+  bool HasPagesOf(std::string_view page_prefix) const {
+    return prefixes_.count(std::string(page_prefix)) != 0;
+  }
+  // A write that had to commit the group first failed: the group fails with it.
+  void Fail(const Status& s);
+
+ private:
+  static constexpr size_t kMaxChanges = 8192;  // ~16 MiB of 2 KiB pages (before and after)
+  struct Change {
+    bool page = false;
+    bool whole = false;
+    MemCache::Value before;  // pages: stored bytes before the group (nullptr: unknown)
+    MemCache::Value after;   // nullptr: deleted / all zeros
+  };
+  void Abandon();
+
+  Engine* engine_;
+  MemCache* mem_;
+  WriteGroup* previous_;
+  std::unordered_map<std::string, Change> changes_;  // by cache key
+  std::unordered_set<std::string> prefixes_;
+  Status failed_;
+};
+
+// The write that turns a stored page from `before` into `after` (nullptr = all zeros, which is
+// not stored): nothing when unchanged, a delete, a merge operand of the changed bytes
+// (storage/page_merge.h), or the whole page when that is smaller or `before` is unknown (whole).
+// Returns false when nothing was added.
+bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
+                  const std::string* before, const std::string* after, bool whole);
+
+}  // namespace cuckood::storage

@@ -1,0 +1,127 @@
+"""Group commit (`group-commit`, storage/write_group.h): the filter writes of commands a client
+pipelines on one key share one RocksDB write. Replies must be exactly those of the same commands
+sent one by one, every acknowledged write must survive kill -9, and the sharing must really
+happen (INFO stats write_groups / write_group_commands)."""
+import random
+
+from cuckood_testlib import RawClient, encode
+
+
+def info_stats(c):
+    reply = c.call("INFO", "stats").decode()
+    out = {}
+    for line in reply.split("\r\n"):
+        if ":" in line:
+            k, v = line.split(":", 1)
+            out[k] = v
+    return out
+
+
+def mixed_commands(rng, key, n):
+    """A pipeline of writes and reads on one key (and, now and then, another key)."""
+    items = [b"it-%d" % i for i in range(300)]
+    cmds = [["CF.RESERVE", key, "500", "BUCKETSIZE", "2"]]
+    for _ in range(n):
+        r = rng.random()
+        item = rng.choice(items)
+        if r < 0.35:
+            cmds.append(["CF.ADD", key, item])
+        elif r < 0.45:
+            cmds.append(["CF.ADDNX", key, item])
+        elif r < 0.55:
+            cmds.append(["CF.INSERT", key, "ITEMS"] + rng.sample(items, 5))
+        elif r < 0.60:
+            cmds.append(["CF.INSERTNX", key, "NOCREATE", "ITEMS"] + rng.sample(items, 5))
+        elif r < 0.75:
+            cmds.append(["CF.DEL", key, item])
+        elif r < 0.82:
+            cmds.append(["CF.EXISTS", key, item])
+        elif r < 0.86:
+            cmds.append(["CF.COUNT", key, item])
+        elif r < 0.90:
+            cmds.append(["CF.MEXISTS", key] + rng.sample(items, 4))
+        elif r < 0.93:
+            cmds.append(["CF.INFO", key])
+        elif r < 0.96:
+            cmds.append(["CF.ADD", key + b":other", item])
+        elif r < 0.98:
+            cmds.append(["SET", key + b":str", "v"])
+        else:
+            cmds.append(["CF.ADD", key + b":str", item])  # WRONGTYPE inside the pipeline
+    return cmds
+
+
+def replies_of(c, cmds, pipelined):
+    if pipelined:
+        c.send_raw(b"".join(encode(cmd) for cmd in cmds))
+        return [c.read_reply() for _ in cmds]
+    return [c.call(*cmd) for cmd in cmds]
+
+
+def test_pipelined_writes_answer_exactly_as_one_by_one(fresh_server):
+    srv = fresh_server()
+    c = RawClient(srv.port)
+    rng = random.Random(20261201)
+    for round_ in range(6):
+        seed = rng.randrange(1 << 30)
+        cmds_a = mixed_commands(random.Random(seed), b"gc:a%d" % round_, 400)
+        cmds_b = mixed_commands(random.Random(seed), b"gc:b%d" % round_, 400)
+        one_by_one = replies_of(c, cmds_a, pipelined=False)
+        pipelined = replies_of(c, cmds_b, pipelined=True)
+        assert len(one_by_one) == len(pipelined)
+        for i, (x, y) in enumerate(zip(one_by_one, pipelined)):
+            assert x == y, (i, cmds_b[i], x, y)
+        # the stored filters are the same bytes too
+        assert c.call("CF.SCANDUMP", b"gc:a%d" % round_, "0") == \
+            c.call("CF.SCANDUMP", b"gc:b%d" % round_, "0")
+    # a pipeline of writes on one key shares few RocksDB writes (the commands of one read of
+    # the socket form a group)
+    before = info_stats(c)
+    cmds = [["CF.ADD", "gc:shared", "s%d" % i] for i in range(300)]
+    assert replies_of(c, cmds, pipelined=True) == [b":1\r\n"] * 300
+    after = info_stats(c)
+    groups = int(after["write_groups"]) - int(before["write_groups"])
+    grouped = int(after["write_group_commands"]) - int(before["write_group_commands"])
+    assert grouped == 300
+    assert 1 <= groups <= 30, (groups, grouped)
+    c.close()
+
+
+def test_with_group_commit_off_every_command_writes_alone(fresh_server):
+    srv = fresh_server("--group-commit", "no")
+    c = RawClient(srv.port)
+    cmds = [["CF.ADD", "gc:off", "i%d" % i] for i in range(500)]
+    assert replies_of(c, cmds, pipelined=True) == [b":1\r\n"] * 500
+    stats = info_stats(c)
+    assert stats["write_groups"] == "0" and stats["write_group_commands"] == "0"
+    # and it can be switched on at run time
+    assert c.call("CONFIG", "SET", "group-commit", "yes") == b"+OK\r\n"
+    assert replies_of(c, cmds, pipelined=True) == [b":1\r\n"] * 500
+    assert int(info_stats(c)["write_group_commands"]) == 500
+    assert c.call("CF.INFO", "gc:off").count(b":1000\r\n") == 1
+    c.close()
+
+
+def test_acknowledged_pipelined_writes_survive_kill9(fresh_server):
+    srv = fresh_server()
+    c = RawClient(srv.port)
+    acked = []
+    for batch in range(40):
+        items = [b"k%d-%d" % (batch, i) for i in range(64)]
+        cmds = [["CF.ADD", "gc:crash", it] for it in items]
+        cmds += [["CF.INSERT", "gc:crash", "ITEMS"] + [it + b"x" for it in items[:16]]]
+        cmds += [["CF.ADDNX", "gc:crash", it] for it in items[:8]]  # present: answer 0
+        replies = replies_of(c, cmds, pipelined=True)
+        assert replies[:64] == [b":1\r\n"] * 64
+        assert replies[64] == b"*16\r\n" + b":1\r\n" * 16
+        assert replies[65:] == [b":0\r\n"] * 8
+        acked += items + [it + b"x" for it in items[:16]]
+    # the last replies are read: kill at once, without a SAVE or a clean shutdown
+    srv.kill9()
+    srv.start()
+    c = RawClient(srv.port)
+    info = c.call("CF.INFO", "gc:crash")
+    assert b"+Number of items inserted\r\n:%d\r\n" % len(acked) in info, info
+    reply = c.call("CF.MEXISTS", "gc:crash", *acked)
+    assert reply == b"*%d\r\n" % len(acked) + b":1\r\n" * len(acked)
+    c.close()

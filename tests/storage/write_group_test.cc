@@ -1,0 +1,273 @@
+// Group commit (storage/write_group.h): the filter writes of several commands reach RocksDB in
+// one write at Commit(), later commands of the group see the earlier ones meanwhile, the result
+// is stored exactly as without a group, and a failed commit leaves nothing behind.
+#include "storage/write_group.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+#include "test_util.h"
+
+using namespace cuckood::storage;
+using namespace cuckood::storage::testing;
+namespace core = cuckood::core;
+
+namespace {
+
+std::vector<std::string> Items(int n, std::string_view prefix) {
+  std::vector<std::string> out;
+  for (int i = 0; i < n; ++i) {
+    out.push_back(std::string(prefix) + std::to_string(i));
+  }
+  return out;
+}
+
+core::InsertResult Add(Db& db, std::string_view key, std::string_view item, bool nx = false,
+                       const CfSettings& settings = SmallPages()) {
+  auto r = db.CfInsert(0, key, {item}, nx, /*no_create=*/false, 0, settings);
+  REQUIRE(r.ok());
+  REQUIRE(r->results.size() == 1);
+  return r->results[0];
+}
+
+// Lookups as a reader that cannot use the in-memory cache sees them: RocksDB's committed state.
+std::vector<uint64_t> Stored(Db& db, std::string_view key, const std::vector<std::string>& items) {
+  UncachedReads uncached;
+  std::vector<std::string_view> views(items.begin(), items.end());
+  auto r = db.CfLookup(0, key, views, /*count=*/false);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+std::vector<uint64_t> Cached(Db& db, std::string_view key, const std::vector<std::string>& items) {
+  std::vector<std::string_view> views(items.begin(), items.end());
+  auto r = db.CfLookup(0, key, views, /*count=*/false);
+  REQUIRE(r.ok());
+  return *r;
+}
+
+uint64_t Size(Db& db, std::string_view key) {
+  UncachedReads uncached;
+  auto m = db.CfInfo(0, key);
+  REQUIRE(m.ok());
+  return m->size;
+}
+
+TEST_CASE("a write group writes nothing before Commit and everything at it", "[write_group]") {
+  TestDb t;
+  auto& db = t.db();
+  REQUIRE(db.CfReserve(0, "f", Reserve(2000), SmallPages()).ok());
+  const auto items = Items(300, "item-");
+  const auto seq_before = t.engine().db()->GetLatestSequenceNumber();
+  WriteGroup group(&t.engine(), &db.cache());
+  REQUIRE(WriteGroup::Current() == &group);
+  for (const auto& item : items) {
+    CHECK(Add(db, "f", item) == core::InsertResult::kInserted);
+  }
+  // Later commands of the group see the earlier ones (NX finds them, DEL removes one).
+  CHECK(Add(db, "f", items[7], /*nx=*/true) == core::InsertResult::kExists);
+  auto del = db.CfDelete(0, "f", items[0], SmallPages());
+  REQUIRE(del.ok());
+  CHECK(*del);
+  // Nothing reached RocksDB yet; readers of the committed state see none of it.
+  CHECK(t.engine().db()->GetLatestSequenceNumber() == seq_before);
+  CHECK(Size(db, "f") == 0);
+  CHECK(Stored(db, "f", items) == std::vector<uint64_t>(items.size(), 0));
+
+  REQUIRE(group.Commit().ok());
+  CHECK(t.engine().db()->GetLatestSequenceNumber() > seq_before);
+  CHECK(Size(db, "f") == items.size() - 1);
+  auto stored = Stored(db, "f", items);
+  CHECK(stored[0] == 0);
+  CHECK(std::count(stored.begin() + 1, stored.end(), 1) == static_cast<long>(items.size() - 1));
+  CHECK(group.empty());
+}
+
+TEST_CASE("a group stores the same bytes as the same commands one by one", "[write_group]") {
+  // Many commands on few pages: pages change several times within the group, some items are
+  // deleted again, and a small filter grows a second sub-filter.
+  const auto items = Items(500, "same-");
+  auto run = [&](TestDb& t, bool grouped) {
+    auto& db = t.db();
+    REQUIRE(db.CfReserve(0, "f", Reserve(200), SmallPages()).ok());
+    std::optional<WriteGroup> group;
+    if (grouped) {
+      group.emplace(&t.engine(), &db.cache());
+    }
+    for (size_t i = 0; i < items.size(); ++i) {
+      (void)Add(db, "f", items[i], /*nx=*/i % 3 == 0);
+      if (i % 5 == 4) {
+        REQUIRE(db.CfDelete(0, "f", items[i - 2], SmallPages()).ok());
+      }
+      if (grouped && i % 97 == 96) {
+        REQUIRE(group->Commit().ok());  // several commits of one group
+      }
+    }
+    if (grouped) {
+      REQUIRE(group->Commit().ok());
+    }
+  };
+  TestDb plain;
+  TestDb grouped;
+  run(plain, false);
+  run(grouped, true);
+  auto a = AllPages(plain.engine());
+  auto b = AllPages(grouped.engine());
+  REQUIRE(a.size() == b.size());
+  REQUIRE_FALSE(a.empty());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].key == b[i].key);
+    CHECK(a[i].value == b[i].value);
+  }
+  auto ma = plain.db().CfInfo(0, "f");
+  auto mb = grouped.db().CfInfo(0, "f");
+  REQUIRE((ma.ok() && mb.ok()));
+  CHECK(ma->size == mb->size);
+  CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
+  CHECK(ma->cuckoo.filter.num_filters > 1);
+  // And across a restart.
+  grouped.Reopen();
+  CHECK(Stored(grouped.db(), "f", items) == Stored(plain.db(), "f", items));
+}
+
+TEST_CASE("a delete's compaction inside a group sees the pages the group changed",
+          "[write_group]") {
+  // The automatic compaction of CF.DEL walks the sub-filters for pages to move; pages written
+  // earlier in the group (not in RocksDB yet) must not be skipped as empty, or their items are
+  // lost when the sub-filter is dropped.
+  // Sub-filters of 256 buckets in 8 pages: a delete's own lookups read few of them.
+  const auto early = Items(600, "early-");
+  const auto late = Items(600, "late-");
+  auto run = [&](TestDb& t, bool grouped) {
+    auto& db = t.db();
+    REQUIRE(db.CfReserve(0, "f", Reserve(512), SmallPages()).ok());
+    for (const auto& item : early) {
+      (void)Add(db, "f", item);
+    }
+    std::optional<WriteGroup> group;
+    if (grouped) {
+      group.emplace(&t.engine(), &db.cache());
+    }
+    for (const auto& item : late) {
+      (void)Add(db, "f", item);
+    }
+    for (size_t i = 0; i < 150; ++i) {
+      REQUIRE(db.CfDelete(0, "f", early[i], SmallPages()).ok());
+    }
+    if (grouped) {
+      REQUIRE(group->Commit().ok());
+    }
+  };
+  TestDb plain;
+  TestDb grouped;
+  run(plain, false);
+  run(grouped, true);
+  auto a = AllPages(plain.engine());
+  auto b = AllPages(grouped.engine());
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CHECK(a[i].key == b[i].key);
+    CHECK(a[i].value == b[i].value);
+  }
+  auto ma = plain.db().CfInfo(0, "f");
+  auto mb = grouped.db().CfInfo(0, "f");
+  REQUIRE((ma.ok() && mb.ok()));
+  CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
+  CHECK(ma->cuckoo.filter.num_deletes == mb->cuckoo.filter.num_deletes);
+  CHECK(Stored(grouped.db(), "f", late) == std::vector<uint64_t>(late.size(), 1));
+}
+
+TEST_CASE("a group works without the in-memory cache", "[write_group]") {
+  TestDb t;
+  Db uncached_db(&t.engine(), 64, /*cache_bytes=*/0);
+  REQUIRE(uncached_db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
+  const auto items = Items(200, "nocache-");
+  WriteGroup group(&t.engine(), &uncached_db.cache());
+  for (const auto& item : items) {
+    CHECK(Add(uncached_db, "f", item) == core::InsertResult::kInserted);
+  }
+  // The cache keeps nothing: the group itself serves the pages and metadata of its commands.
+  for (size_t i = 0; i < items.size(); i += 10) {
+    CHECK(Add(uncached_db, "f", items[i], /*nx=*/true) == core::InsertResult::kExists);
+  }
+  CHECK(Cached(uncached_db, "f", items) == std::vector<uint64_t>(items.size(), 1));
+  REQUIRE(group.Commit().ok());
+  CHECK(Size(uncached_db, "f") == items.size());
+  CHECK(Stored(uncached_db, "f", items) == std::vector<uint64_t>(items.size(), 1));
+}
+
+TEST_CASE("another write on the thread commits the open group first", "[write_group]") {
+  TestDb t;
+  auto& db = t.db();
+  REQUIRE(db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
+  REQUIRE(db.SetString(0, "other", "v", 0, false).ok());
+  const auto items = Items(50, "first-");
+  WriteGroup group(&t.engine(), &db.cache());
+  for (const auto& item : items) {
+    (void)Add(db, "f", item);
+  }
+  CHECK(Size(db, "f") == 0);
+  auto deleted = db.Delete(0, "other");  // not a grouped write
+  REQUIRE(deleted.ok());
+  CHECK(*deleted);
+  CHECK(Size(db, "f") == items.size());
+  CHECK(Stored(db, "f", items) == std::vector<uint64_t>(items.size(), 1));
+  CHECK(group.empty());
+}
+
+TEST_CASE("a failed commit stores nothing of the group and forgets its cached changes",
+          "[write_group]") {
+  TempDir dir;
+  EngineOptions o;
+  o.dir = dir.path();
+  o.fsync = FsyncMode::kNo;
+  o.block_cache_bytes = 8ULL << 20;
+  o.write_buffer_bytes = 256ULL << 10;
+  o.write_stall_timeout_ms = 200;
+  auto opened = Engine::Open(o);
+  REQUIRE(opened.ok());
+  auto& engine = **opened;
+  Db db(&engine, 64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
+  const auto committed = Items(20, "committed-");
+  for (const auto& item : committed) {
+    (void)Add(db, "f", item);
+  }
+  // Stop RocksDB's writes: no flush can run and the memtables fill up.
+  REQUIRE(engine.db()->PauseBackgroundWork().ok());
+  const std::string filler(4096, 'v');
+  for (int i = 0; i < 4000; ++i) {
+    rocksdb::WriteBatch batch;
+    REQUIRE(batch.Put(engine.pages_cf(), "filler-" + std::to_string(i), filler).ok());
+    if (!engine.Write(&batch).ok()) {
+      break;
+    }
+  }
+  const auto lost = Items(30, "lost-");
+  Status failed;
+  {
+    WriteGroup group(&engine, &db.cache());
+    for (const auto& item : lost) {
+      CHECK(Add(db, "f", item) == core::InsertResult::kInserted);
+    }
+    CHECK(Cached(db, "f", lost) == std::vector<uint64_t>(lost.size(), 1));  // in the cache
+    failed = group.Commit();
+    CHECK_FALSE(failed.ok());
+    CHECK(group.Commit().code() == failed.code());  // the group stays failed
+  }
+  CHECK(failed.code() == Code::kBusy);
+  REQUIRE(engine.db()->ContinueBackgroundWork().ok());
+  // The cache forgot the group: every reader sees the committed state again.
+  CHECK(Cached(db, "f", lost) == std::vector<uint64_t>(lost.size(), 0));
+  CHECK(Cached(db, "f", committed) == std::vector<uint64_t>(committed.size(), 1));
+  auto meta = db.CfInfo(0, "f");
+  REQUIRE(meta.ok());
+  CHECK(meta->size == committed.size());
+  // And writes work again.
+  CHECK(Add(db, "f", lost[0]) == core::InsertResult::kInserted);
+  CHECK(Stored(db, "f", {lost[0]}) == std::vector<uint64_t>{1});
+  engine.Close();
+}
+
+}  // namespace
