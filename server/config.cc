@@ -579,7 +579,7 @@ bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* 
 }
 
 bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* check_mode,
-                      std::string* config_file) {
+                      std::string* config_file, bool* compact_mode) {
   CLI::App app{"cuckood: a Redis-protocol server for RedisBloom-compatible cuckoo filters",
                "cuckood"};
   app.set_version_flag("-v,--version", std::string(kVersionText));
@@ -589,6 +589,10 @@ bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* 
   app.add_option("--config", flag_file, "Read options from this file first (flags win)");
   app.add_option("config-file", positional_file, "Config file, as with --config");
   app.add_flag("--check", check, "Check the database offline for consistency and exit");
+  bool compact = false;
+  app.add_flag("--compact", compact,
+               "Compact the database offline (RocksDB's full compaction, which also drops the "
+               "pages of deleted filters) and exit; the server must not be running");
 
   const Config defaults;
   std::vector<std::pair<const OptionRow*, CLI::Option*>> options;
@@ -647,6 +651,9 @@ bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* 
   }
   if (config_file != nullptr) {
     *config_file = file;
+  }
+  if (compact_mode != nullptr) {
+    *compact_mode = compact;
   }
   return true;
 }

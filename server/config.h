@@ -78,8 +78,9 @@ std::optional<std::string> LoadConfigFile(const std::string& path, Config* cfg);
 bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* check_mode);
 // As above; also stores the config file that was read ("" when none) in *config_file, if given.
 // The file comes from --config or a positional argument (`cuckood /etc/cuckood.conf`).
+// compact_mode (if given) is set by --compact.
 bool ParseCommandLine(int argc, char** argv, Config* cfg, int* exit_code, bool* check_mode,
-                      std::string* config_file);
+                      std::string* config_file, bool* compact_mode = nullptr);
 
 // Parses sizes like "256mb", "1gb", "100" into bytes.
 std::optional<uint64_t> ParseMemory(const std::string& text);

@@ -56,6 +56,12 @@ Connection::~Connection() = default;
 
 void Connection::Start() {
   auto self = shared_from_this();
+  client_.owner = weak_from_this();
+  client_.flush_later = [weak = weak_from_this()] {
+    if (auto conn = weak.lock()) {
+      asio::post(conn->socket_.get_executor(), [conn] { conn->Flush(); });
+    }
+  };
   asio::post(socket_.get_executor(), [self] {
     if (!self->tls_) {
       self->Begin();
@@ -98,6 +104,7 @@ void Connection::Kill() {
 void Connection::Shutdown() {
   auto self = shared_from_this();
   asio::post(socket_.get_executor(), [self] {
+    self->server_.EndBatch();  // (replies waiting for a write group go out first)
     self->closing_ = true;
     if (!self->write_in_flight_) {
       self->Flush();
@@ -173,22 +180,26 @@ void Connection::ProcessInput() {
   std::vector<std::string_view> argv;
   resp::Writer writer(&out_, client_.proto);
   bool ran = false;
-  // Commands already received keep the key stripes between them (Client::lock_batching); they
-  // are given back before this function returns, on this io thread.
-  // Their write group (Client::group) is committed then too, before any reply is sent.
+  // The commands run here join the io thread's lock batch (Client::lock_batching), which ends
+  // in a handler posted behind this one at the latest; replies that wait for its write group
+  // are sent when it is committed (Flush waits while client_.group_pending).
   struct BatchScope {
-    Server& s;
-    Client& c;
-    BatchScope(Server& server, Client& client) : s(server), c(client) { c.lock_batching = true; }
-    ~BatchScope() { End(); }
-    // Also before a command moves to the background pool, which then owns client_.
-    void End() {
-      if (c.lock_batching) {
-        c.lock_batching = false;
-        s.ReleaseBatch(c);
+    Connection& conn;
+    explicit BatchScope(Connection& c) : conn(c) { conn.client_.lock_batching = true; }
+    ~BatchScope() {
+      if (conn.client_.lock_batching) {  // (not after End(): the pool may own client_ now)
+        conn.client_.lock_batching = false;
       }
+      conn.server_.ScheduleBatchEnd(conn.socket_.get_executor());
     }
-  } batch_scope(server_, client_);
+    // Ends the batch now: before a command moves to the background pool (it takes its own
+    // stripes, and client_ is the pool's until the reply is back), or before the connection
+    // closes.
+    void End() {
+      conn.client_.lock_batching = false;
+      conn.server_.EndBatch();
+    }
+  } batch_scope(*this);
   while (!closing_ && !busy_) {
     if (out_.size() + writing_.size() > HighWater()) {
       break;  // backpressure: the rest waits until the socket drains
@@ -235,7 +246,9 @@ void Connection::ProcessInput() {
       return;
     }
   }
-  batch_scope.End();
+  if (closing_ && client_.group_pending) {
+    batch_scope.End();  // (the last replies go out before the connection closes)
+  }
   query_buf_ = parser_.buffered();
   if (ran) {
     SyncSnapshot();
@@ -276,8 +289,8 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
 }
 
 void Connection::Flush() {
-  if (write_in_flight_ || out_.empty() || closed_) {
-    return;
+  if (write_in_flight_ || out_.empty() || closed_ || client_.group_pending) {
+    return;  // (group_pending: the io thread's write group calls again once committed)
   }
   writing_.swap(out_);
   out_.clear();

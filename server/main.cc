@@ -11,6 +11,7 @@
 #include "server/config.h"
 #include "server/server.h"
 #include "storage/checker.h"
+#include "storage/engine.h"
 
 namespace {
 
@@ -29,15 +30,42 @@ void SetupLogging(const cuckood::server::Config& cfg) {
   spdlog::flush_on(spdlog::level::info);
 }
 
+// --compact: a full RocksDB compaction of the database in cfg.dir (the server must not run:
+// RocksDB's lock file refuses a second opener).
+int CompactOffline(const cuckood::server::Config& cfg) {
+  namespace st = cuckood::storage;
+  st::EngineOptions eo;
+  eo.dir = cfg.dir;
+  eo.fsync = st::FsyncMode::kNo;
+  auto engine = st::Engine::Open(eo);
+  if (!engine.ok()) {
+    std::cerr << "cuckood: cannot open " << cfg.dir << ": " << engine.status().message() << "\n";
+    return 1;
+  }
+  auto s = (*engine)->Flush();  // (what the WAL replayed into the memtables, first)
+  if (s.ok()) {
+    s = (*engine)->CompactAll();
+  }
+  (*engine)->Close();
+  if (!s.ok()) {
+    std::cerr << "cuckood: compaction failed: " << s.message() << "\n";
+    return 1;
+  }
+  std::cout << "compacted " << cfg.dir << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using cuckood::server::Config;
   Config cfg;
   bool check_mode = false;
+  bool compact_mode = false;
   try {
     int exit_code = 0;
-    if (!cuckood::server::ParseCommandLine(argc, argv, &cfg, &exit_code, &check_mode)) {
+    if (!cuckood::server::ParseCommandLine(argc, argv, &cfg, &exit_code, &check_mode, nullptr,
+                                           &compact_mode)) {
       return exit_code;
     }
   } catch (const std::exception& e) {
@@ -47,6 +75,9 @@ int main(int argc, char** argv) {
   if (check_mode) {
     auto report = cuckood::storage::CheckDatabase(cfg.dir, std::cout);
     return report.ok() ? 0 : 1;
+  }
+  if (compact_mode) {
+    return CompactOffline(cfg);
   }
   try {
     SetupLogging(cfg);

@@ -540,6 +540,29 @@ void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
   Dispatch(client, table_.Find(argv[0]), argv, out);
 }
 
+namespace {
+
+// The lock batch of an io thread (see Client::lock_batching): the stripes it holds, the write
+// group of the grouped commands run under them, and the clients whose replies wait for it.
+struct IoBatch {
+  bool held = false;
+  bool exclusive = false;
+  int uses = 0;
+  std::vector<size_t> stripes;
+  storage::LockGuard guard;
+  std::unique_ptr<storage::WriteGroup> group;
+  struct Waiting {
+    Client* client;
+    std::shared_ptr<void> keepalive;  // the client's connection
+  };
+  std::vector<Waiting> waiting;
+  bool end_posted = false;
+};
+
+thread_local IoBatch t_io_batch;
+
+}  // namespace
+
 void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
                       resp::Writer& out) {
   auto reject = [&](std::string_view msg) {
@@ -581,36 +604,37 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   storage::LockGuard guard;
   std::vector<std::string_view> keys;
   const bool write = (spec.flags & kWrite) != 0;
-  // A pipeline batch keeps the stripes of consecutive commands on the same keys (at most
-  // kMaxBatchUses commands); anything else first gives them back.
+  // The io thread's lock batch keeps the stripes of consecutive commands on the same keys (at
+  // most kMaxBatchUses commands); anything else first gives them back.
   constexpr int kMaxBatchUses = 256;
   const bool batchable = client.lock_batching && !locks_held && spec.first_key > 0 &&
                          !(spec.flags & (kLockAll | kBackground));
   const bool groupable = batchable && write && (spec.flags & kGroupCommit) &&
                          group_commit_.load(std::memory_order_relaxed);
-  if (!groupable && client.group) {
-    EndGroup(client);  // (no command but those of the group may see its uncommitted changes)
+  IoBatch& batch = t_io_batch;
+  if (!groupable && batch.group) {
+    EndGroup();  // (no command but those of the group may see its uncommitted changes)
   }
   if (!batchable && !locks_held) {
-    ReleaseBatch(client);
+    EndBatch();
   }
   auto batch_covers = [&](std::vector<size_t>& stripes, bool exclusive) {
     std::sort(stripes.begin(), stripes.end());
     stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    if (client.batch_held && client.batch_uses < kMaxBatchUses &&
-        (client.batch_exclusive || !exclusive) && client.batch_stripes == stripes) {
-      ++client.batch_uses;
+    if (batch.held && batch.uses < kMaxBatchUses && (batch.exclusive || !exclusive) &&
+        batch.stripes == stripes) {
+      ++batch.uses;
       return true;
     }
-    ReleaseBatch(client);
+    EndBatch();
     return false;
   };
   auto batch_keep = [&](storage::LockGuard g, std::vector<size_t> stripes, bool exclusive) {
-    client.batch_guard = std::move(g);
-    client.batch_stripes = std::move(stripes);
-    client.batch_exclusive = exclusive;
-    client.batch_uses = 1;
-    client.batch_held = true;
+    batch.guard = std::move(g);
+    batch.stripes = std::move(stripes);
+    batch.exclusive = exclusive;
+    batch.uses = 1;
+    batch.held = true;
   };
   if (write) {
     keys = CommandKeys(spec, argv);
@@ -657,11 +681,15 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
     }
   }
   if (groupable) {
-    if (!client.group) {
-      client.group = std::make_unique<storage::WriteGroup>(db_->engine(), &db_->cache());
+    if (!batch.group) {
+      batch.group = std::make_unique<storage::WriteGroup>(db_->engine(), &db_->cache());
+    }
+    if (!client.group_pending) {
+      client.group_pending = true;
       client.group_out = out.buffer();
       client.group_start = before;
       client.group_commands = 0;
+      batch.waiting.push_back({&client, client.owner.lock()});
     }
     ++client.group_commands;
   }
@@ -700,38 +728,76 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
     SlowlogAdd(client, argv, static_cast<int64_t>(micros));
   }
-  if (client.group && client.group->Full()) {
-    EndGroup(client);
+  if (batch.group && batch.group->Full()) {
+    EndGroup();
   }
 }
 
-void Server::EndGroup(Client& client) {
-  if (!client.group) {
+void Server::EndGroup() {
+  IoBatch& batch = t_io_batch;
+  if (!batch.group) {
     return;
   }
-  auto s = client.group->Commit();
-  client.group.reset();
-  if (client.group_commands > 0) {
-    stats_.write_groups++;
-    stats_.write_group_commands += client.group_commands;
-  }
-  if (!s.ok()) {
-    // Nothing of the group was stored: every command of it answers the error instead.
-    std::string& out = *client.group_out;
-    out.resize(client.group_start);
-    resp::Writer w(&out, client.proto);
-    ReplyStatusError(w, s);
-    const std::string reply = out.substr(client.group_start);
-    const std::string_view text =
-        std::string_view(reply).substr(1, reply.size() > 3 ? reply.size() - 3 : 0);
-    for (size_t i = 0; i < client.group_commands; ++i) {
-      if (i > 0) {
-        out += reply;
+  auto s = batch.group->Commit();
+  batch.group.reset();
+  auto waiting = std::move(batch.waiting);
+  batch.waiting.clear();
+  uint64_t commands = 0;
+  std::string error_reply;
+  for (auto& w : waiting) {
+    Client& c = *w.client;
+    commands += c.group_commands;
+    if (!s.ok()) {
+      // Nothing of the group was stored: each of its commands answers the error instead.
+      std::string& out = *c.group_out;
+      out.resize(c.group_start);
+      if (error_reply.empty()) {
+        resp::Writer writer(&error_reply, c.proto);
+        ReplyStatusError(writer, s);
       }
-      stats_.CountError(text);
+      const std::string_view text =
+          std::string_view(error_reply)
+              .substr(1, error_reply.size() > 3 ? error_reply.size() - 3 : 0);
+      for (size_t i = 0; i < c.group_commands; ++i) {
+        out += error_reply;
+        stats_.CountError(text);
+      }
+    }
+    c.group_pending = false;
+    c.group_commands = 0;
+    if (c.flush_later) {
+      c.flush_later();
     }
   }
-  client.group_commands = 0;
+  stats_.write_groups++;
+  stats_.write_group_commands += commands;
+}
+
+void Server::EndBatch() {
+  EndGroup();
+  IoBatch& batch = t_io_batch;
+  if (batch.held) {
+    batch.guard.Release();
+    batch.held = false;
+  }
+}
+
+void Server::ScheduleBatchEnd(const asio::any_io_executor& executor) {
+  IoBatch& batch = t_io_batch;
+  if (!batch.group) {
+    // Only a write group waits for the other clients of this round; stripes alone are given
+    // back at once.
+    EndBatch();
+    return;
+  }
+  if (batch.end_posted) {
+    return;
+  }
+  batch.end_posted = true;
+  asio::post(executor, [this] {
+    t_io_batch.end_posted = false;
+    EndBatch();
+  });
 }
 
 void Server::SlowlogAdd(const Client& client, const Argv& argv, int64_t micros) {

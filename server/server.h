@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,24 +62,24 @@ struct Client {
   size_t query_buffer = 0;
   size_t output_pending = 0;
   bool kill_requested = false;
-  // Lock batching: while a connection runs the commands it has already received (a pipeline),
-  // consecutive commands on the same keys keep the key stripes instead of unlocking and
-  // relocking them for every command (Server::Execute). Set by the connection around its
-  // pipeline loop, which releases the batch (on its io thread) before it waits for anything.
+  // Lock batching: while an io thread runs the commands its connections have received (a
+  // pipeline, and the commands of other clients that arrived in the same round of the event
+  // loop), consecutive commands on the same keys keep the key stripes instead of unlocking and
+  // relocking them for every command, and their filter writes share one RocksDB write (group
+  // commit, storage/write_group.h). The batch belongs to the io thread (Server::Execute); it ends
+  // before a command needs other stripes, before anything waits, and at the latest in a handler
+  // posted behind the round (Server::ScheduleBatchEnd). Set by the connection around its
+  // pipeline loop.
   bool lock_batching = false;
-  bool batch_held = false;
-  bool batch_exclusive = false;
-  int batch_uses = 0;
-  std::vector<size_t> batch_stripes;
-  storage::LockGuard batch_guard;
-  // Group commit (storage/write_group.h): while a batch holds its stripes exclusively, the
-  // filter writes of consecutive kGroupCommit commands share one RocksDB write, made before the
-  // stripes are released and before any of their replies is sent (Server::EndGroup). Their
-  // replies start at group_start in *group_out; if the write fails, each becomes its error.
-  std::unique_ptr<storage::WriteGroup> group;
+  // Group commit: this client's replies from group_start of *group_out on answer commands of
+  // its io thread's open write group; they are not sent before that group is committed
+  // (Connection::Flush waits), and each becomes the error if the commit fails.
+  bool group_pending = false;
   std::string* group_out = nullptr;
   size_t group_start = 0;
   size_t group_commands = 0;
+  std::weak_ptr<void> owner;          // the connection, kept alive while its replies wait
+  std::function<void()> flush_later;  // posts a flush of the connection's replies
 };
 
 struct SlowlogEntry {
@@ -136,17 +137,12 @@ class Server {
   uint64_t WatchVersion(const std::string& id);
   // Drops every watch of the client (EXEC, DISCARD, UNWATCH, RESET, disconnect).
   void UnwatchAll(Client& client);
-  // Commits the client's write group, if one is open (see Client::group).
-  void EndGroup(Client& client);
-  // Commits the write group and releases the stripes a pipeline batch of this client holds
-  // (see Client::lock_batching).
-  void ReleaseBatch(Client& client) {
-    EndGroup(client);
-    if (client.batch_held) {
-      client.batch_guard.Release();
-      client.batch_held = false;
-    }
-  }
+  // The lock batch of the calling io thread (see Client::lock_batching). EndGroup commits its
+  // write group and lets the replies that waited for it go; EndBatch also releases its stripes;
+  // ScheduleBatchEnd posts EndBatch behind the handlers queued on this io thread, once.
+  void EndGroup();
+  void EndBatch();
+  void ScheduleBatchEnd(const asio::any_io_executor& executor);
   // A write touched these keys: clients watching them will see EXEC fail.
   void TouchKeys(uint16_t db, const std::vector<std::string_view>& keys);
   // FLUSHDB (db) / FLUSHALL (nullopt): every watched key of the database(s) is touched.

@@ -3,6 +3,7 @@ pipelines on one key share one RocksDB write. Replies must be exactly those of t
 sent one by one, every acknowledged write must survive kill -9, and the sharing must really
 happen (INFO stats write_groups / write_group_commands)."""
 import random
+import threading
 
 from cuckood_testlib import RawClient, encode
 
@@ -124,4 +125,49 @@ def test_acknowledged_pipelined_writes_survive_kill9(fresh_server):
     assert b"+Number of items inserted\r\n:%d\r\n" % len(acked) in info, info
     reply = c.call("CF.MEXISTS", "gc:crash", *acked)
     assert reply == b"*%d\r\n" % len(acked) + b":1\r\n" * len(acked)
+    c.close()
+
+
+def test_writes_of_many_clients_share_groups_and_survive_kill9(fresh_server):
+    """Unpipelined clients on one key: the commands an io thread receives in one round of its
+    event loop share a RocksDB write; every acknowledged one survives kill -9."""
+    srv = fresh_server()
+    c = RawClient(srv.port)
+    assert c.call("CF.RESERVE", "gc:many", "200000") == b"+OK\r\n"
+    before = info_stats(c)
+    acked = [[] for _ in range(16)]
+    errors = []
+
+    def client(n):
+        cc = RawClient(srv.port)
+        try:
+            for i in range(300):
+                item = b"c%d-%d" % (n, i)
+                r = cc.call("CF.ADD", "gc:many", item)
+                if r != b":1\r\n":
+                    errors.append(r)
+                    return
+                acked[n].append(item)
+        finally:
+            cc.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    after = info_stats(c)
+    groups = int(after["write_groups"]) - int(before["write_groups"])
+    grouped = int(after["write_group_commands"]) - int(before["write_group_commands"])
+    assert grouped == 16 * 300
+    assert groups < grouped, "no two clients' writes ever shared a write"
+    c.close()
+    srv.kill9()
+    srv.start()
+    c = RawClient(srv.port)
+    items = [it for part in acked for it in part]
+    assert b"+Number of items inserted\r\n:%d\r\n" % len(items) in c.call("CF.INFO", "gc:many")
+    assert c.call("CF.MEXISTS", "gc:many", *items) == \
+        b"*%d\r\n" % len(items) + b":1\r\n" * len(items)
     c.close()

@@ -904,3 +904,53 @@ def test_too_little_space_freed_keeps_refusing_writes_then_recovers(small_disk, 
     out = subprocess.run([binary(), "--check", "--dir", srv.data_dir], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_disk_full_under_grouped_writes_of_several_clients(small_disk, tmp_path):
+    """Pipelined and concurrent CF.ADDs share RocksDB writes (group commit): when the disk
+    fills, each reply is either a success that survives a restart or the no-space error, and
+    the filter's count is exactly the number of successes."""
+    mnt, procs = small_disk
+    srv = start_on_disk(mnt, procs, tmp_path, "--appendfsync", "always")
+    c = RawClient(srv.port, timeout=10)
+    assert c.call("CF.RESERVE", "disk:grouped", "1000000") == b"+OK\r\n"
+    with open(str(mnt / "filler"), "wb") as f:
+        f.write(b"\0" * max(0, disk_free(mnt) - LEAVE_FREE))
+    acked = [[] for _ in range(4)]
+    bad = []
+
+    def writer(n):
+        cc = RawClient(srv.port, timeout=10)
+        try:
+            for batch in range(2000):
+                items = [b"w%d-%d-%d" % (n, batch, i) for i in range(50)]
+                cc.send_raw(b"".join(encode(["CF.ADD", "disk:grouped", it]) for it in items))
+                replies = [cc.read_reply() for _ in items]
+                for it, r in zip(items, replies):
+                    if r == b":1\r\n":
+                        acked[n].append(it)
+                    elif not (r.startswith(b"-") and b"space" in r):
+                        bad.append(r)
+                if any(r.startswith(b"-") for r in replies):
+                    return
+        finally:
+            cc.close()
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert bad == [], bad[:3]
+    items = [it for part in acked for it in part]
+    assert items, "nothing was acknowledged before the disk filled up"
+    assert all(len(part) < 2000 * 50 for part in acked), "the disk never filled up"
+    assert srv.proc.poll() is None, "the server died: exit %s" % srv.proc.returncode
+    c.close()
+    srv.stop()
+    os.remove(str(mnt / "filler"))
+    srv.start()
+    c = RawClient(srv.port, timeout=10)
+    assert mexists_all(c, "disk:grouped", items), "an acknowledged item is missing"
+    assert b"+Number of items inserted\r\n:%d\r\n" % len(items) in c.call("CF.INFO", "disk:grouped")
+    c.close()
