@@ -33,7 +33,20 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::str
                  ? WriteGroup::Current()
                  : nullptr) {}
 
-bool PageCache::CacheGet(const std::string& cache_key, MemCache::Value* value) {
+std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
+  if (key_buf_.empty()) {
+    key_buf_ = PageCacheKey(EncodePageKey(prefix_, 0, 0));
+  }
+  const size_t at = key_buf_.size() - 6;  // (filter u16 BE | page u32 BE, as EncodePageKey)
+  key_buf_[at] = static_cast<char>((f >> 8) & 0xff);
+  key_buf_[at + 1] = static_cast<char>(f & 0xff);
+  for (int i = 0; i < 4; ++i) {
+    key_buf_[at + 2 + i] = static_cast<char>((page >> (8 * (3 - i))) & 0xff);
+  }
+  return key_buf_;
+}
+
+bool PageCache::CacheGet(std::string_view cache_key, MemCache::Value* value) {
   if (group_ != nullptr && group_->Lookup(cache_key, value)) {
     return true;
   }
@@ -199,18 +212,18 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       break;
     }
   }
-  std::sort(want.begin(), want.end());
-  want.erase(std::unique(want.begin(), want.end()), want.end());
   std::vector<uint64_t> epochs;
   std::vector<std::string> cache_keys;
   if (mem_ != nullptr) {
-    // Pages in the in-memory cache need no read at all.
+    // Pages in the in-memory cache need no read at all (usually all of them: only the misses
+    // are sorted for the MultiGet; a page wanted twice is found in pages_ the second time).
     size_t kept = 0;
     for (auto [f, page] : want) {
-      auto ck = PageCacheKey(
-          EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
+      if (pages_.count(Id(f, page)) != 0) {
+        continue;
+      }
       MemCache::Value cached;
-      if (CacheGet(ck, &cached)) {
+      if (CacheGet(CacheKeyOf(f, page), &cached)) {
         Page p;
         if (!cached) {
           p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
@@ -220,11 +233,20 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
         pages_.emplace(Id(f, page), std::move(p));
         continue;
       }
-      epochs.push_back(mem_->Epoch(ck));
-      cache_keys.push_back(std::move(ck));
       want[kept++] = {f, page};
     }
     want.resize(kept);
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
+    for (auto [f, page] : want) {
+      auto ck = PageCacheKey(
+          EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
+      epochs.push_back(mem_->Epoch(ck));
+      cache_keys.push_back(std::move(ck));
+    }
+  } else {
+    std::sort(want.begin(), want.end());
+    want.erase(std::unique(want.begin(), want.end()), want.end());
   }
   if (want.empty()) {
     return;

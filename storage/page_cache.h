@@ -95,7 +95,9 @@ class PageCache final : public core::BucketAccess {
   void MarkDirty(Page* p);
   void AddDirtyTo(rocksdb::WriteBatch* batch, class WriteGroup* group);
   // A page (PageCacheKey) from the thread's write group or the in-memory cache.
-  bool CacheGet(const std::string& cache_key, MemCache::Value* value);
+  bool CacheGet(std::string_view cache_key, MemCache::Value* value);
+  // PageCacheKey(EncodePageKey(prefix_, f, page)), built in a buffer reused by the next call.
+  std::string_view CacheKeyOf(uint32_t f, uint64_t page);
   // Decodes a page key an iterator found, if it belongs to this filter (prefix_).
   bool OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const;
   // The all-zero page of this length (a page that is not stored), shared.
@@ -126,6 +128,7 @@ class PageCache final : public core::BucketAccess {
   class WriteGroup* group_;  // open on this thread for this cache (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
   MemCache::Value zeros_;  // Zeros() of the full page length
+  std::string key_buf_;    // CacheKeyOf's buffer
   bool scanned_ = false;
   std::vector<bool> stored_;  // per sub-filter, after the scan: has stored pages (or dirty ones)
   // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.
