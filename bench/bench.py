@@ -1081,11 +1081,11 @@ def write_scale_md(path, args, info, m, command):
     L.append("Notes:")
     L.append("")
     size = m["cf_info"].get("Size", 0)
-    L.append("- Disk usage is `du -sb` of the RocksDB directory. There is no command to force a RocksDB "
-             "compaction (`CF.COMPACT` compacts a filter's buckets, not the database), so the figure is "
-             "taken right after `SAVE` (which flushes the memtable) and again after a clean shutdown; "
-             "older versions of rewritten pages that background compaction has not dropped yet are "
-             "included. A filter's buckets are stored as uncompressed 2 KiB pages, each created when "
+    L.append("- Disk usage is `du -sb` of the RocksDB directory, taken right after `SAVE` (which "
+             "flushes the memtable) and again after a clean shutdown; page changes not yet folded "
+             "together by RocksDB's background compaction are included (`cuckood --compact` on the "
+             "stopped directory folds them; `bench/disk.py` measures full filters that way, see "
+             "disk.md). A filter's buckets are stored as uncompressed 2 KiB pages, each created when "
              "first written, so the disk use depends on how many pages the items touched, not only on "
              f"the item count: the whole reserved filter is {fmt_bytes(size)}, "
              f"{size / max(stored, 1):,.2f} bytes per stored item at this fill "
