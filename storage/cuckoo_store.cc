@@ -30,7 +30,7 @@ std::string Db::PagePrefix(uint16_t ns, std::string_view key, const Metadata& me
 }
 
 Status Db::CommitFilter(PageCache* cache, const std::string& meta_key, const Metadata& meta) {
-  if (auto* group = WriteGroup::Current(); group != nullptr && group->cache() == &mem_) {
+  if (auto* group = WriteGroup::For(&mem_)) {
     if (cache != nullptr) {
       cache->AddDirty(group);
     }

@@ -220,11 +220,17 @@ std::string EncodePagePrefix(uint16_t ns, std::string_view owner, uint64_t versi
 
 std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t page) {
   std::string out;
-  out.reserve(prefix.size() + 6);
+  out.reserve(prefix.size() + kPageKeySuffix);
   out.append(prefix);
   PutBE<uint16_t>(&out, filter);
   PutBE<uint32_t>(&out, page);
   return out;
+}
+
+void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page) {
+  key->resize(key->size() - kPageKeySuffix);
+  PutBE<uint16_t>(key, filter);
+  PutBE<uint32_t>(key, page);
 }
 
 bool DecodePageKey(std::string_view raw, PageKeyParts* out) {

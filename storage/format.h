@@ -97,6 +97,10 @@ bool PeekExpire(std::string_view raw, uint64_t* expire_ms);
 // Prefix of every page of one filter version: ns | slot | keylen | owner | version.
 std::string EncodePagePrefix(uint16_t ns, std::string_view owner, uint64_t version);
 std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t page);
+// Writes the filter/page part of a page key over the last kPageKeySuffix bytes of *key (a key
+// EncodePageKey built), so one buffer serves many pages of a filter.
+constexpr size_t kPageKeySuffix = 6;
+void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page);
 
 struct PageKeyParts {
   uint16_t ns = 0;

@@ -149,7 +149,7 @@ Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
 
 Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,
                   std::initializer_list<MetaChange> metas) {
-  if (auto* group = WriteGroup::Current(); group != nullptr && group->cache() == &mem_) {
+  if (auto* group = WriteGroup::For(&mem_)) {
     // Earlier changes reach RocksDB first.
     if (auto s = group->Commit(); !s.ok()) {
       return s;
@@ -177,8 +177,8 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, ui
   const bool use_cache = ro.snapshot == nullptr && !UncachedReads::active();
   const std::string ck = use_cache ? MetaCacheKey(mk) : std::string();
   MemCache::Value grouped;
-  if (auto* group = WriteGroup::Current();
-      use_cache && group != nullptr && group->cache() == &mem_ && group->Lookup(ck, &grouped)) {
+  if (auto* group = use_cache ? WriteGroup::For(&mem_) : nullptr;
+      group != nullptr && group->Lookup(ck, &grouped)) {
     // Written by an earlier command of this thread's write group.
     if (!grouped) {
       return std::optional<Metadata>();

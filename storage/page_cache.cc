@@ -28,21 +28,13 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::str
       meta_(meta),
       geo_(page_size, meta->bucket_size),
       mem_(snapshot == nullptr ? mem : nullptr),
-      group_(mem_ != nullptr && WriteGroup::Current() != nullptr &&
-                     WriteGroup::Current()->cache() == mem_
-                 ? WriteGroup::Current()
-                 : nullptr) {}
+      group_(WriteGroup::For(mem_)) {}
 
 std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
   if (key_buf_.empty()) {
     key_buf_ = PageCacheKey(EncodePageKey(prefix_, 0, 0));
   }
-  const size_t at = key_buf_.size() - 6;  // (filter u16 BE | page u32 BE, as EncodePageKey)
-  key_buf_[at] = static_cast<char>((f >> 8) & 0xff);
-  key_buf_[at + 1] = static_cast<char>(f & 0xff);
-  for (int i = 0; i < 4; ++i) {
-    key_buf_[at + 2 + i] = static_cast<char>((page >> (8 * (3 - i))) & 0xff);
-  }
+  SetPageKeySuffix(&key_buf_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
   return key_buf_;
 }
 
@@ -236,18 +228,9 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       want[kept++] = {f, page};
     }
     want.resize(kept);
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
-    for (auto [f, page] : want) {
-      auto ck = PageCacheKey(
-          EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
-      epochs.push_back(mem_->Epoch(ck));
-      cache_keys.push_back(std::move(ck));
-    }
-  } else {
-    std::sort(want.begin(), want.end());
-    want.erase(std::unique(want.begin(), want.end()), want.end());
   }
+  std::sort(want.begin(), want.end());
+  want.erase(std::unique(want.begin(), want.end()), want.end());
   if (want.empty()) {
     return;
   }
@@ -255,6 +238,10 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   keys.reserve(want.size());
   for (auto [f, page] : want) {
     keys.push_back(EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)));
+    if (mem_ != nullptr) {
+      cache_keys.push_back(PageCacheKey(keys.back()));
+      epochs.push_back(mem_->Epoch(cache_keys.back()));
+    }
   }
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
   std::vector<rocksdb::PinnableSlice> values(keys.size());

@@ -65,9 +65,7 @@ bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) cons
 
 void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
                          MemCache::Value before, MemCache::Value after, bool whole) {
-  if (prefixes_.empty() || !HasPagesOf(page_prefix)) {
-    prefixes_.emplace(page_prefix);
-  }
+  prefixes_.emplace(page_prefix);
   mem_->Put(cache_key, after);
   auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
   Change& c = it->second;

@@ -41,8 +41,11 @@ class WriteGroup {
 
   // The group open on this thread, or nullptr.
   static WriteGroup* Current();
-  // The in-memory cache (of one Db) this group is for.
-  const MemCache* cache() const { return mem_; }
+  // The group open on this thread if it is for this in-memory cache (of one Db), or nullptr.
+  static WriteGroup* For(const MemCache* mem) {
+    WriteGroup* g = Current();
+    return g != nullptr && mem != nullptr && g->mem_ == mem ? g : nullptr;
+  }
 
   // Writes every change collected so far in one RocksDB write and starts an empty group. After
   // a failure (of this write or an earlier one, see Fail) it returns that error until the group

@@ -422,3 +422,16 @@ TEST_CASE("EffectiveMaxFilterBytes keeps page indices within u32", "[format]") {
     }
   }
 }
+
+TEST_CASE("SetPageKeySuffix rewrites a page key as EncodePageKey builds it", "[format]") {
+  const std::string prefix = EncodePagePrefix(3, "some filter", 77);
+  std::string key = EncodePageKey(prefix, 0, 0);
+  for (auto [f, page] : {std::pair<uint16_t, uint32_t>{0, 1},
+                         {1, 0},
+                         {258, 0x01020304},
+                         {65535, 0xffffffff},
+                         {7, 300}}) {
+    SetPageKeySuffix(&key, f, page);
+    CHECK(key == EncodePageKey(prefix, f, page));
+  }
+}

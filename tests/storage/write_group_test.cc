@@ -47,6 +47,17 @@ std::vector<uint64_t> Cached(Db& db, std::string_view key, const std::vector<std
   return *r;
 }
 
+// Both databases store the same page keys with the same bytes.
+void CheckSamePages(Engine& a, Engine& b) {
+  auto pa = AllPages(a);
+  auto pb = AllPages(b);
+  REQUIRE(pa.size() == pb.size());
+  for (size_t i = 0; i < pa.size(); ++i) {
+    CHECK(pa[i].key == pb[i].key);
+    CHECK(pa[i].value == pb[i].value);
+  }
+}
+
 uint64_t Size(Db& db, std::string_view key) {
   UncachedReads uncached;
   auto m = db.CfInfo(0, key);
@@ -112,14 +123,8 @@ TEST_CASE("a group stores the same bytes as the same commands one by one", "[wri
   TestDb grouped;
   run(plain, false);
   run(grouped, true);
-  auto a = AllPages(plain.engine());
-  auto b = AllPages(grouped.engine());
-  REQUIRE(a.size() == b.size());
-  REQUIRE_FALSE(a.empty());
-  for (size_t i = 0; i < a.size(); ++i) {
-    CHECK(a[i].key == b[i].key);
-    CHECK(a[i].value == b[i].value);
-  }
+  REQUIRE_FALSE(AllPages(plain.engine()).empty());
+  CheckSamePages(plain.engine(), grouped.engine());
   auto ma = plain.db().CfInfo(0, "f");
   auto mb = grouped.db().CfInfo(0, "f");
   REQUIRE((ma.ok() && mb.ok()));
@@ -163,13 +168,7 @@ TEST_CASE("a delete's compaction inside a group sees the pages the group changed
   TestDb grouped;
   run(plain, false);
   run(grouped, true);
-  auto a = AllPages(plain.engine());
-  auto b = AllPages(grouped.engine());
-  REQUIRE(a.size() == b.size());
-  for (size_t i = 0; i < a.size(); ++i) {
-    CHECK(a[i].key == b[i].key);
-    CHECK(a[i].value == b[i].value);
-  }
+  CheckSamePages(plain.engine(), grouped.engine());
   auto ma = plain.db().CfInfo(0, "f");
   auto mb = grouped.db().CfInfo(0, "f");
   REQUIRE((ma.ok() && mb.ok()));
