@@ -179,16 +179,16 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
     snap.emplace(engine_->db());
     ro.snapshot = snap->get();
   }
-  auto m = GetWith(ro, ns, key);
+  auto m = LookupMeta(ro, ns, key);
   if (!m.ok()) {
     return m.status();
   }
-  if (!m->has_value() || (*m)->type != KeyType::kCuckoo) {
+  if (*m == nullptr || (*m)->meta.type != KeyType::kCuckoo) {
     return out;  // RedisBloom answers 0 for a missing key and for another type alike
   }
-  const Metadata& meta = **m;
+  const Metadata& meta = (*m)->meta;
   auto hashes = HashAll(items);
-  PageCache cache(engine_, ro.snapshot, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
+  PageCache cache(engine_, ro.snapshot, (*m)->page_prefix, &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_);
   cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {

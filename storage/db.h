@@ -133,6 +133,16 @@ class Db {
   Status CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::string_view data,
                      const CfSettings& settings);
 
+  // A key's live metadata, decoded, with the prefix of its page keys when it is a filter; null
+  // when absent. Lookups share it: the decoding of a cached record is reused (per thread) for
+  // as long as the in-memory cache holds the same record, so a hot key is not decoded again.
+  struct MetaView {
+    Metadata meta;
+    std::string page_prefix;  // filters only
+  };
+  StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const rocksdb::ReadOptions& ro, uint16_t ns,
+                                                       std::string_view key);
+
   // Number of pages RocksDB served to page caches (INFO).
   uint64_t pages_loaded() const { return pages_loaded_.load(); }
   MemCache& cache() { return mem_; }

@@ -5,6 +5,7 @@
 #include <rocksdb/convenience.h>
 #include <rocksdb/filter_policy.h>
 #include <rocksdb/listener.h>
+#include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
 
 #include <chrono>
@@ -139,6 +140,19 @@ class PagesFilterFactory final : public rocksdb::CompactionFilterFactory {
 
  private:
   std::shared_ptr<FilterContext> ctx_;
+};
+
+// The page key without its sub-filter and page numbers: one filter version. RocksDB keeps, per
+// such prefix, where in the memtable's skiplist the last page of that filter was inserted, and
+// a write's pages (in key order, see WriteGroup::Commit) are inserted from there instead of
+// each searched from the top of the skiplist.
+class FilterOfPage final : public rocksdb::SliceTransform {
+ public:
+  const char* Name() const override { return "cuckood.FilterOfPage"; }
+  rocksdb::Slice Transform(const rocksdb::Slice& key) const override {
+    return rocksdb::Slice(key.data(), key.size() - kPageKeySuffix);
+  }
+  bool InDomain(const rocksdb::Slice& key) const override { return key.size() > kPageKeySuffix; }
 };
 
 rocksdb::ColumnFamilyOptions DataCfOptions(const EngineOptions& o,
@@ -324,6 +338,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto pages_opts = DataCfOptions(options, e->cache_, false);
   pages_opts.compaction_filter_factory = std::make_shared<PagesFilterFactory>(e->filter_context_);
   pages_opts.merge_operator = NewPageMergeOperator();
+  pages_opts.memtable_insert_with_hint_prefix_extractor = std::make_shared<FilterOfPage>();
   // No merge folding on write (it costs a memtable lookup per write): hot pages are read from
   // the in-memory cache, so RocksDB reads (which apply the operands) are rare; flushes and
   // compactions fold the operands.

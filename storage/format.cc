@@ -1,6 +1,7 @@
 #include "storage/format.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 
 namespace cuckood::storage {
@@ -75,14 +76,26 @@ class Reader {
   bool ok_ = true;
 };
 
-uint16_t Crc16(std::string_view data) {
-  uint16_t crc = 0;
-  for (unsigned char c : data) {
-    crc = static_cast<uint16_t>(crc ^ (static_cast<uint16_t>(c) << 8));
-    for (int i = 0; i < 8; ++i) {
+// CRC16-XMODEM (polynomial 0x1021, initial value 0), one table lookup per byte; the table is
+// computed from the polynomial at compile time.
+constexpr std::array<uint16_t, 256> MakeCrc16Table() {
+  std::array<uint16_t, 256> table{};
+  for (uint32_t byte = 0; byte < 256; ++byte) {
+    auto crc = static_cast<uint16_t>(byte << 8);
+    for (int bit = 0; bit < 8; ++bit) {
       crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021)
                            : static_cast<uint16_t>(crc << 1);
     }
+    table[byte] = crc;
+  }
+  return table;
+}
+constexpr std::array<uint16_t, 256> kCrc16Table = MakeCrc16Table();
+
+uint16_t Crc16(std::string_view data) {
+  uint16_t crc = 0;
+  for (unsigned char c : data) {
+    crc = static_cast<uint16_t>((crc << 8) ^ kCrc16Table[((crc >> 8) ^ c) & 0xff]);
   }
   return crc;
 }
@@ -113,10 +126,14 @@ uint16_t KeySlot(std::string_view key) {
 std::string EncodeMetaKey(uint16_t ns, std::string_view key) {
   std::string out;
   out.reserve(4 + key.size());
-  PutBE<uint16_t>(&out, ns);
-  PutBE<uint16_t>(&out, KeySlot(key));
-  out.append(key);
+  AppendMetaKey(&out, ns, key);
   return out;
+}
+
+void AppendMetaKey(std::string* out, uint16_t ns, std::string_view key) {
+  PutBE<uint16_t>(out, ns);
+  PutBE<uint16_t>(out, KeySlot(key));
+  out->append(key);
 }
 
 bool DecodeMetaKey(std::string_view raw, uint16_t* ns, std::string_view* key) {

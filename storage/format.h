@@ -85,6 +85,8 @@ struct Metadata {
 };
 
 std::string EncodeMetaKey(uint16_t ns, std::string_view key);
+// The same appended to *out (a reused buffer).
+void AppendMetaKey(std::string* out, uint16_t ns, std::string_view key);
 // Splits a metadata key; false when it is too short.
 bool DecodeMetaKey(std::string_view raw, uint16_t* ns, std::string_view* key);
 

@@ -2,6 +2,7 @@
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <random>
 
@@ -210,6 +211,101 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, ui
     return std::optional<Metadata>();
   }
   return std::optional<Metadata>(std::move(*meta));
+}
+
+namespace {
+
+// Per thread: the metadata last looked up for a few keys, decoded. A slot stays valid while the
+// write counter of its key's cache shard is unchanged (MemCache::Version): every change of a
+// metadata record is published to the cache under the key's stripe lock, which the caller
+// holds, so a lookup of a hot key takes no cache lock and decodes nothing.
+struct MetaSlot {
+  uint64_t cache_id = 0;  // MemCache::id(); 0 = empty
+  uint64_t epoch = 0;
+  std::string cache_key;
+  std::shared_ptr<const Db::MetaView> view;  // null = no such key
+};
+constexpr size_t kMetaSlots = 64;
+thread_local std::array<MetaSlot, kMetaSlots> t_meta_slots;
+thread_local std::string t_meta_cache_key;
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::ReadOptions& ro,
+                                                             uint16_t ns, std::string_view key) {
+  using ViewPtr = std::shared_ptr<const MetaView>;
+  auto make_view = [&](std::string_view raw) -> StatusOr<ViewPtr> {
+    auto meta = DecodeMetadata(raw);
+    if (!meta) {
+      return Status(Code::kCorruption, "corrupt metadata record");
+    }
+    auto view = std::make_shared<MetaView>();
+    view->meta = std::move(*meta);
+    if (view->meta.type == KeyType::kCuckoo) {
+      view->page_prefix = PagePrefix(ns, key, view->meta);
+    }
+    return ViewPtr(std::move(view));
+  };
+  auto live = [](ViewPtr view) {
+    if (view != nullptr && view->meta.expire_ms != 0 && view->meta.Expired(NowMs())) {
+      return ViewPtr();
+    }
+    return view;
+  };
+  if (ro.snapshot != nullptr || UncachedReads::active()) {
+    std::string raw;
+    auto s = engine_->db()->Get(ro, engine_->metadata_cf(), EncodeMetaKey(ns, key), &raw);
+    if (s.IsNotFound()) {
+      return ViewPtr();
+    }
+    if (!s.ok()) {
+      return Engine::FromRocks(s);
+    }
+    auto view = make_view(raw);
+    return view.ok() ? StatusOr<ViewPtr>(live(*view)) : view;
+  }
+  std::string& ck = t_meta_cache_key;
+  ck.assign(1, 'm');
+  AppendMetaKey(&ck, ns, key);
+  MemCache::Value raw;
+  if (auto* group = WriteGroup::For(&mem_); group != nullptr && group->Lookup(ck, &raw)) {
+    // Written by an earlier command of this thread's write group (not in the cache yet).
+    if (!raw) {
+      return ViewPtr();
+    }
+    auto view = make_view(*raw);
+    return view.ok() ? StatusOr<ViewPtr>(live(*view)) : view;
+  }
+  MetaSlot& slot = t_meta_slots[std::hash<std::string_view>{}(ck) % kMetaSlots];
+  if (slot.cache_id == mem_.id() && slot.epoch == mem_.Version(ck) && slot.cache_key == ck) {
+    return live(slot.view);
+  }
+  uint64_t epoch = 0;
+  if (!mem_.GetShared(ck, &raw, &epoch)) {
+    epoch = mem_.Epoch(ck);
+    std::string value;
+    auto s = engine_->db()->Get(ro, engine_->metadata_cf(), std::string_view(ck).substr(1), &value);
+    if (!s.ok() && !s.IsNotFound()) {
+      return Engine::FromRocks(s);
+    }
+    if (s.ok()) {
+      raw = std::make_shared<const std::string>(std::move(value));
+    }
+    mem_.Fill(ck, raw, epoch);
+  }
+  ViewPtr view;
+  if (raw) {
+    auto made = make_view(*raw);
+    if (!made.ok()) {
+      return made;
+    }
+    view = std::move(*made);
+  }
+  slot.cache_id = mem_.id();
+  slot.epoch = epoch;
+  slot.cache_key = ck;
+  slot.view = view;
+  return live(std::move(view));
 }
 
 StatusOr<std::optional<Metadata>> Db::Get(uint16_t ns, std::string_view key) {

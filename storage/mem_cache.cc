@@ -2,11 +2,18 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace cuckood::storage {
 
+namespace {
+std::atomic<uint64_t> next_cache_id{1};
+}  // namespace
+
 MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
-    : capacity_(capacity_bytes), shard_capacity_(capacity_bytes / std::max<size_t>(shards, 1)) {
+    : capacity_(capacity_bytes),
+      shard_capacity_(capacity_bytes / std::max<size_t>(shards, 1)),
+      id_(next_cache_id.fetch_add(1)) {
   for (size_t i = 0; i < std::max<size_t>(shards, 1); ++i) {
     shards_.push_back(std::make_unique<Shard>());
   }
@@ -16,7 +23,7 @@ uint64_t MemCache::Cost(const Entry& e) {
   return e.key.size() + (e.value ? e.value->size() : 0) + 64;  // 64: list node + map slot
 }
 
-MemCache::Shard& MemCache::ShardOf(std::string_view key) {
+size_t MemCache::ShardIndex(std::string_view key) const {
   // A cheap mix of the key's last 8 bytes (page keys end with the page index, metadata keys
   // with the key name); the shard's map hashes the whole key.
   uint64_t tail = 0;
@@ -29,7 +36,7 @@ MemCache::Shard& MemCache::ShardOf(std::string_view key) {
   tail ^= tail >> 33;
   tail *= 0xc4ceb9fe1a85ec53ULL;
   tail ^= tail >> 33;
-  return *shards_[tail % shards_.size()];
+  return tail % shards_.size();
 }
 
 void MemCache::Touch(Shard& s, std::list<Entry>::iterator it) {
@@ -52,18 +59,70 @@ bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
   return true;
 }
 
-bool MemCache::GetShared(std::string_view key, Value* value) {
+bool MemCache::GetShared(std::string_view key, Value* value, uint64_t* epoch) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
+  if (epoch != nullptr) {
+    *epoch = s.epoch.load(std::memory_order_relaxed);
+  }
   auto it = s.map.find(key);
   if (it == s.map.end()) {
-    misses_.fetch_add(1, std::memory_order_relaxed);
+    ++s.misses;
     return false;
   }
   Touch(s, it->second);
   *value = it->second->value;
-  hits_.fetch_add(1, std::memory_order_relaxed);
+  ++s.hits;
   return true;
+}
+
+void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found) {
+  // The keys in shard order (a counting sort), then one lock per shard.
+  thread_local std::vector<uint32_t> shard_of;
+  thread_local std::vector<uint32_t> order;
+  thread_local std::vector<uint32_t> start;
+  const size_t n = keys.size();
+  shard_of.resize(n);
+  order.resize(n);
+  start.assign(shards_.size() + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
+    ++start[shard_of[i] + 1];
+  }
+  for (size_t k = 1; k < start.size(); ++k) {
+    start[k] += start[k - 1];
+  }
+  for (size_t i = 0; i < n; ++i) {
+    order[start[shard_of[i]]++] = static_cast<uint32_t>(i);
+  }
+  // (start[k] is now the end of shard k's run)
+  size_t pos = 0;
+  while (pos < n) {
+    const uint32_t shard = shard_of[order[pos]];
+    Shard& s = *shards_[shard];
+    std::lock_guard lock(s.mu);
+    for (; pos < n && shard_of[order[pos]] == shard; ++pos) {
+      const uint32_t i = order[pos];
+      auto it = s.map.find(keys[i]);
+      found[i] = it != s.map.end();
+      if (!found[i]) {
+        ++s.misses;
+        continue;
+      }
+      Touch(s, it->second);
+      values[i] = it->second->value;
+      ++s.hits;
+    }
+  }
+}
+
+uint64_t MemCache::Sum(uint64_t Shard::*counter) const {
+  uint64_t total = 0;
+  for (auto& s : shards_) {
+    std::lock_guard lock(s->mu);
+    total += (*s).*counter;
+  }
+  return total;
 }
 
 uint64_t MemCache::Epoch(std::string_view key) {

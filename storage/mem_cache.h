@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,8 +34,21 @@ class MemCache {
 
   // true on a hit; *value is the cached value, nullopt = known absent.
   bool Get(std::string_view key, std::optional<std::string>* value);
-  // The same without copying the value: it is shared (immutable) with the cache.
-  bool GetShared(std::string_view key, Value* value);
+  // The same without copying the value: it is shared (immutable) with the cache. epoch (if not
+  // null) receives the shard's write counter read with the value (see Version).
+  bool GetShared(std::string_view key, Value* value, uint64_t* epoch = nullptr);
+  // GetShared of several keys at once, taking each shard's lock once: found[i] tells whether
+  // keys[i] was cached, values[i] is its value then.
+  void GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found);
+  // The write counter of the key's shard, read without the shard's lock: it changes with every
+  // Put, Erase and Clear of the shard. A value read from the cache (or from RocksDB, with the
+  // counter taken before) is still the key's value while the counter is unchanged; a caller
+  // that holds the key's stripe lock sees every change committed before it took the stripe.
+  uint64_t Version(std::string_view key) {
+    return ShardOf(key).epoch.load(std::memory_order_acquire);
+  }
+  // Tells this cache apart from any other (one made later at the same address).
+  uint64_t id() const { return id_; }
   // The shard's write counter, to pass to Fill after reading RocksDB.
   uint64_t Epoch(std::string_view key);
   void Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch);
@@ -46,8 +60,8 @@ class MemCache {
   void Erase(std::string_view key);
   void Clear();
 
-  uint64_t hits() const { return hits_.load(std::memory_order_relaxed); }
-  uint64_t misses() const { return misses_.load(std::memory_order_relaxed); }
+  uint64_t hits() const { return Sum(&Shard::hits); }
+  uint64_t misses() const { return Sum(&Shard::misses); }
   uint64_t bytes() const;
   uint64_t capacity() const { return capacity_; }
 
@@ -66,24 +80,27 @@ class MemCache {
     std::list<Entry> lru;  // front = most recent
     std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>> map;
     uint64_t bytes = 0;
-    uint64_t epoch = 0;
+    std::atomic<uint64_t> epoch{0};  // written under mu, read also without it (Version)
+    uint64_t hits = 0;  // (counted per shard, under mu: no counter shared by every thread)
+    uint64_t misses = 0;
     uint64_t inserts = 0;  // entries inserted or replaced so far
   };
   // A hit moves its entry to the front only when a quarter of the shard has been inserted since
   // it last moved there: hot entries stay near the front without a list splice on every hit.
   static void Touch(Shard& s, std::list<Entry>::iterator it);
-  Shard& ShardOf(std::string_view key);
+  Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }
+  size_t ShardIndex(std::string_view key) const;
   void Insert(Shard& s, std::string_view key, Value value);
   static Value Share(std::optional<std::string> value) {
     return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
   }
   static uint64_t Cost(const Entry& e);
+  uint64_t Sum(uint64_t Shard::*counter) const;  // of every shard
 
   uint64_t capacity_;
   uint64_t shard_capacity_;
   std::vector<std::unique_ptr<Shard>> shards_;
-  std::atomic<uint64_t> hits_{0};
-  std::atomic<uint64_t> misses_{0};
+  uint64_t id_;
 };
 
 // Cache keys: metadata and pages live in different column families, so their keys get a prefix.

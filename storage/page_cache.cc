@@ -206,9 +206,58 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   }
   std::vector<uint64_t> epochs;
   std::vector<std::string> cache_keys;
-  if (mem_ != nullptr) {
+  if (mem_ != nullptr && group_ == nullptr && want.size() > 1) {
     // Pages in the in-memory cache need no read at all (usually all of them: only the misses
-    // are sorted for the MultiGet; a page wanted twice is found in pages_ the second time).
+    // are sorted for the MultiGet). Looked up together: one lock per cache shard.
+    thread_local std::string key_bytes;
+    thread_local std::vector<std::string_view> views;
+    thread_local std::vector<MemCache::Value> values;
+    thread_local std::unique_ptr<bool[]> found;
+    thread_local size_t found_size = 0;
+    const size_t n = want.size();
+    key_bytes.clear();
+    for (auto [f, page] : want) {
+      key_bytes.append(CacheKeyOf(f, page));
+    }
+    const size_t len = key_bytes.size() / n;  // (every key of this filter has the same length)
+    views.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      views[i] = std::string_view(key_bytes.data() + i * len, len);
+    }
+    values.resize(n);
+    if (found_size < n) {
+      found = std::make_unique<bool[]>(n);
+      found_size = n;
+    }
+    mem_->GetSharedMany(views, values.data(), found.get());
+    size_t kept = 0;
+    bool ok = true;
+    for (size_t i = 0; i < n && ok; ++i) {
+      auto [f, page] = want[i];
+      if (!found[i]) {
+        want[kept++] = want[i];
+        continue;
+      }
+      if (pages_.count(Id(f, page)) != 0) {
+        continue;  // (wanted twice)
+      }
+      Page p;
+      if (!values[i]) {
+        p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
+      } else if (!Accept(f, page, std::move(values[i]), &p)) {
+        ok = false;
+        break;
+      }
+      pages_.emplace(Id(f, page), std::move(p));
+    }
+    values.clear();  // (the pages are referenced from pages_ only)
+    if (!ok) {
+      return;
+    }
+    want.resize(kept);
+  } else if (mem_ != nullptr) {
+    // The same one page at a time, through the thread's write group first (a writer's pages
+    // changed by earlier commands of the group are there).
     size_t kept = 0;
     for (auto [f, page] : want) {
       if (pages_.count(Id(f, page)) != 0) {
@@ -371,7 +420,8 @@ bool PageCache::Checkpoint() {
     }
     Publish();
   }
-  pages_.clear();
+  PageMap(&arena_).swap(pages_);  // (the old map is freed here, before the arena is reset)
+  arena_.release();
   dirty_pages_ = 0;
   return true;
 }
@@ -469,10 +519,20 @@ void PageCache::AddDirty(WriteGroup* group) {
 }
 
 void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
-  for (auto& [id, page] : pages_) {
-    if (!page.dirty) {
-      continue;
+  // In key order (a page key ends with the sub-filter and page numbers, big-endian): RocksDB's
+  // memtable inserts are much cheaper for neighbouring keys (see WriteGroup::Commit).
+  std::vector<std::pair<const uint64_t, Page>*> dirty;
+  dirty.reserve(dirty_pages_);
+  for (auto& entry : pages_) {
+    if (entry.second.dirty) {
+      dirty.push_back(&entry);
     }
+  }
+  std::sort(dirty.begin(), dirty.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
+  for (auto* entry : dirty) {
+    const uint64_t id = entry->first;
+    Page& page = entry->second;
     const std::string* before = page.before.get();
     const bool zero = AllZero(page.bytes);
     const bool unchanged =

@@ -99,9 +99,21 @@ Status WriteGroup::Commit() {
   if (changes_.empty()) {
     return Status::Ok();
   }
+  // In key order: each memtable insert then starts from where the previous one ended (RocksDB
+  // keeps the last insert's position in its skiplist), instead of a search from the top of a
+  // large skiplist, which for random keys is a chain of cache misses.
+  std::vector<const std::pair<const std::string, Change>*> ordered;
+  ordered.reserve(changes_.size());
+  for (const auto& entry : changes_) {
+    ordered.push_back(&entry);
+  }
+  std::sort(ordered.begin(), ordered.end(),
+            [](const auto* a, const auto* b) { return a->first < b->first; });
   rocksdb::WriteBatch batch;
   size_t writes = 0;
-  for (const auto& [ck, c] : changes_) {
+  for (const auto* entry : ordered) {
+    const std::string& ck = entry->first;
+    const Change& c = entry->second;
     const std::string_view key = std::string_view(ck).substr(1);
     if (c.page) {
       writes +=

@@ -626,3 +626,75 @@ TEST_CASE("filters survive closing and reopening the engine", "[cuckoo][restart]
   REQUIRE(db.CfInsert(0, "f", {"later"}, false, true, 0, settings).ok());
   CHECK(*db.CfLookup(0, "f", {"later"}, false) == std::vector<uint64_t>{1});
 }
+
+TEST_CASE("lookups see every change of the filter's metadata at once", "[cuckoo][meta]") {
+  // Lookups keep the decoded metadata of hot keys per thread; each change below must be seen
+  // by the next lookup on the same thread.
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  auto exists = [&](std::string_view key, std::string_view item) {
+    auto r = db.CfLookup(0, key, {item}, false);
+    REQUIRE(r.ok());
+    return (*r)[0] == 1;
+  };
+  REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+  CHECK_FALSE(exists("f", "a"));
+  REQUIRE(db.CfInsert(0, "f", {"a"}, false, true, 0, settings).ok());
+  CHECK(exists("f", "a"));
+  CHECK(db.CfInfo(0, "f")->size == 1);
+  // A filter that grows: the second sub-filter's items are found.
+  const auto many = Items::Make("grow-", 0, 3000);
+  REQUIRE(db.CfInsert(0, "f", many.views, false, true, 0, settings).ok());
+  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters > 1);
+  CHECK(*db.CfLookup(0, "f", many.views, false) == std::vector<uint64_t>(3000, 1));
+  REQUIRE(*db.Rename(0, "f", "g", false));
+  CHECK_FALSE(exists("f", "a"));
+  CHECK(exists("g", "a"));
+  REQUIRE(*db.Delete(0, "g"));
+  CHECK_FALSE(exists("g", "a"));
+  // Re-created under the same name: a new version, none of the old items.
+  REQUIRE(db.CfReserve(0, "g", Reserve(1000), settings).ok());
+  REQUIRE(db.CfInsert(0, "g", {"b"}, false, true, 0, settings).ok());
+  CHECK_FALSE(exists("g", "a"));
+  CHECK(exists("g", "b"));
+  REQUIRE(*db.SetExpire(0, "g", NowMs() - 1));
+  CHECK_FALSE(exists("g", "b"));
+  REQUIRE(db.CfInsert(0, "h", {"c"}, false, false, 0, settings).ok());
+  CHECK(exists("h", "c"));
+  REQUIRE(db.FlushAll().ok());
+  CHECK_FALSE(exists("h", "c"));
+  // Another type under a filter's old name answers 0, as a missing key does.
+  REQUIRE(db.SetString(0, "h", "c", 0, false).ok());
+  CHECK_FALSE(exists("h", "c"));
+}
+
+TEST_CASE("a new Db does not see the metadata an earlier one decoded", "[cuckoo][meta]") {
+  // Two databases in turn, on the same thread, likely at the same address, each with one write
+  // of "f" (so the cache counters that tell a current record match): the second one's filter
+  // must not be answered from what the lookups of the first one's string kept.
+  const CfSettings settings = SmallPages(64);
+  {
+    TestDb t;
+    REQUIRE(t.db().SetString(0, "f", "v", 0, false).ok());
+    CHECK(*t.db().CfLookup(0, "f", {"x"}, false) == std::vector<uint64_t>{0});
+  }
+  TestDb t;
+  REQUIRE(t.db().CfInsert(0, "f", {"x"}, false, false, 0, settings).ok());
+  CHECK(*t.db().CfLookup(0, "f", {"x"}, false) == std::vector<uint64_t>{1});
+}
+
+TEST_CASE("lookups without the in-memory cache see every write", "[cuckoo][meta]") {
+  TestDb t;
+  Db nocache(&t.engine(), 64, 0);
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(nocache.CfReserve(0, "f", Reserve(1000), settings).ok());
+  for (int i = 0; i < 5; ++i) {
+    const std::string item = "item-" + std::to_string(i);
+    CHECK(*nocache.CfLookup(0, "f", {item}, false) == std::vector<uint64_t>{0});
+    REQUIRE(nocache.CfInsert(0, "f", {item}, false, true, 0, settings).ok());
+    CHECK(*nocache.CfLookup(0, "f", {item}, true) == std::vector<uint64_t>{1});
+  }
+  REQUIRE(*nocache.Delete(0, "f"));
+  CHECK(*nocache.CfLookup(0, "f", {"item-0"}, false) == std::vector<uint64_t>{0});
+}

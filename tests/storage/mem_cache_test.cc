@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +97,65 @@ TEST_CASE("MemCache: page keys that differ only in their last bytes spread over 
     cache.Put(key, std::make_shared<const std::string>(2048, 'x'));
   }
   CHECK(cache.bytes() > (1600ULL * 2048) * 9 / 10);  // (almost) nothing was evicted
+}
+
+TEST_CASE("MemCache: GetSharedMany answers as GetShared does, key by key", "[mem_cache]") {
+  MemCache cache(1 << 20, 16);
+  for (int i = 0; i < 300; i += 2) {
+    cache.Put(PageKey(i), std::make_shared<const std::string>("v" + std::to_string(i)));
+  }
+  cache.Put(PageKey(1), MemCache::Value());  // known absent
+  std::vector<std::string> owned;
+  for (int i = 299; i >= 0; --i) {  // (every shard, out of order, one key twice)
+    owned.push_back(PageKey(i));
+  }
+  owned.push_back(PageKey(10));
+  std::vector<std::string_view> keys(owned.begin(), owned.end());
+  std::vector<MemCache::Value> values(keys.size());
+  auto found = std::make_unique<bool[]>(keys.size());
+  const uint64_t hits = cache.hits();
+  const uint64_t misses = cache.misses();
+  cache.GetSharedMany(keys, values.data(), found.get());
+  size_t expect_hits = 0;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    MemCache::Value one;
+    const bool hit = cache.GetShared(keys[i], &one);
+    CHECK(found[i] == hit);
+    if (hit) {
+      ++expect_hits;
+      CHECK(values[i] == one);  // the same shared value
+    }
+  }
+  CHECK(expect_hits == 150 + 1 + 1);
+  REQUIRE(found[298]);  // PageKey(1)
+  CHECK(values[298] == nullptr);
+  CHECK(*values.back() == "v10");
+  // GetShared above counted as many again.
+  CHECK(cache.hits() - hits == 2 * expect_hits);
+  CHECK(cache.misses() - misses == 2 * (keys.size() - expect_hits));
+}
+
+TEST_CASE("MemCache: Version changes with every write of the key's shard", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);
+  MemCache other(1 << 20, 4);
+  CHECK(cache.id() != other.id());
+  const uint64_t v0 = cache.Version("k");
+  MemCache::Value got;
+  uint64_t epoch = 0;
+  CHECK_FALSE(cache.GetShared("k", &got, &epoch));
+  CHECK(epoch == v0);
+  cache.Fill("k", std::make_shared<const std::string>("a"), epoch);  // a fill is no change
+  CHECK(cache.Version("k") == v0);
+  cache.Put("k", std::make_shared<const std::string>("b"));
+  const uint64_t v1 = cache.Version("k");
+  CHECK(v1 != v0);
+  REQUIRE(cache.GetShared("k", &got, &epoch));
+  CHECK(epoch == v1);
+  cache.Erase("k");
+  const uint64_t v2 = cache.Version("k");
+  CHECK(v2 != v1);
+  cache.Clear();
+  CHECK(cache.Version("k") != v2);
 }
 
 TEST_CASE("MemCache: concurrent readers and writers", "[mem_cache]") {
