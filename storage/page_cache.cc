@@ -39,10 +39,11 @@ std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
 }
 
 bool PageCache::CacheGet(std::string_view cache_key, MemCache::Value* value) {
-  if (group_ != nullptr && group_->Lookup(cache_key, value)) {
-    return true;
-  }
-  return mem_->GetShared(cache_key, value);
+  // A page the thread's write group changed is also in the in-memory cache unless evicted
+  // since (the group puts its pages there at once, and nobody else writes them before it is
+  // committed), so the group is only asked on a miss.
+  return mem_->GetShared(cache_key, value) ||
+         (group_ != nullptr && group_->Lookup(cache_key, value));
 }
 
 PageCache::~PageCache() = default;
@@ -206,9 +207,10 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   }
   std::vector<uint64_t> epochs;
   std::vector<std::string> cache_keys;
-  if (mem_ != nullptr && group_ == nullptr && want.size() > 1) {
+  if (mem_ != nullptr && want.size() > 1) {
     // Pages in the in-memory cache need no read at all (usually all of them: only the misses
-    // are sorted for the MultiGet). Looked up together: one lock per cache shard.
+    // are sorted for the MultiGet). Looked up together: one lock per cache shard. A writer's
+    // misses may still be in its write group (see CacheGet).
     thread_local std::string key_bytes;
     thread_local std::vector<std::string_view> views;
     thread_local std::vector<MemCache::Value> values;
@@ -234,7 +236,7 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     bool ok = true;
     for (size_t i = 0; i < n && ok; ++i) {
       auto [f, page] = want[i];
-      if (!found[i]) {
+      if (!found[i] && (group_ == nullptr || !group_->Lookup(views[i], &values[i]))) {
         want[kept++] = want[i];
         continue;
       }
@@ -256,8 +258,7 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     }
     want.resize(kept);
   } else if (mem_ != nullptr) {
-    // The same one page at a time, through the thread's write group first (a writer's pages
-    // changed by earlier commands of the group are there).
+    // The same for one page.
     size_t kept = 0;
     for (auto [f, page] : want) {
       if (pages_.count(Id(f, page)) != 0) {

@@ -55,7 +55,7 @@ bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) cons
   if (changes_.empty()) {
     return false;
   }
-  auto it = changes_.find(std::string(cache_key));
+  auto it = changes_.find(cache_key);
   if (it == changes_.end()) {
     return false;
   }
@@ -65,7 +65,9 @@ bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) cons
 
 void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
                          MemCache::Value before, MemCache::Value after, bool whole) {
-  prefixes_.emplace(page_prefix);
+  if (prefixes_.find(page_prefix) == prefixes_.end()) {
+    prefixes_.emplace(page_prefix);
+  }
   mem_->Put(cache_key, after);
   auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
   Change& c = it->second;

@@ -68,7 +68,7 @@ class WriteGroup {
   void AddMeta(std::string cache_key, MemCache::Value value);
   // Whether this group changed a page of that filter.
   bool HasPagesOf(std::string_view page_prefix) const {
-    return prefixes_.count(std::string(page_prefix)) != 0;
+    return prefixes_.find(page_prefix) != prefixes_.end();
   }
   // A write that had to commit the group first failed: the group fails with it.
   void Fail(const Status& s);
@@ -82,12 +82,16 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
+  struct Hash {  // (finds std::string keys by string_view: no copy of the key per lookup)
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
 
   Engine* engine_;
   MemCache* mem_;
   WriteGroup* previous_;
-  std::unordered_map<std::string, Change> changes_;  // by cache key
-  std::unordered_set<std::string> prefixes_;
+  std::unordered_map<std::string, Change, Hash, std::equal_to<>> changes_;  // by cache key
+  std::unordered_set<std::string, Hash, std::equal_to<>> prefixes_;
   Status failed_;
 };
 
