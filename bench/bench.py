@@ -626,9 +626,9 @@ def run_compare(args, out_dir, cuckood_bin, info):
         for rnd in range(1, args.rounds + 1):
             order = ["cuckood", "redis"] if rnd % 2 == 1 else ["redis", "cuckood"]
             log(f"round {rnd}/{args.rounds}: {order[0]} first")
-            for name in order:      # every round starts from the same freshly filled state
-                sides[name].added = None
             for t in tests:
+                for name in order:  # every test starts from the same freshly filled state
+                    sides[name].added = None
                 for P in args.pipelines:
                     n = args.requests if t["items"] == 1 else args.batch_requests
                     adds = n * t["items"] if t["writes"] else 0

@@ -188,7 +188,7 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   }
   const Metadata& meta = (*m)->meta;
   auto hashes = HashAll(items);
-  PageCache cache(engine_, ro.snapshot, (*m)->page_prefix, &meta.cuckoo.filter,
+  PageCache cache(engine_, ro.snapshot, &(*m)->page_prefix, &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_);
   cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {

@@ -22,9 +22,17 @@ bool AllZero(std::string_view s) {
 
 PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
                      const core::FilterMeta* meta, uint32_t page_size, MemCache* mem)
+    : PageCache(engine, snapshot, static_cast<const std::string*>(nullptr), meta, page_size, mem) {
+  prefix_owned_ = std::move(page_prefix);
+  prefix_ = prefix_owned_;
+}
+
+PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot,
+                     const std::string* page_prefix, const core::FilterMeta* meta,
+                     uint32_t page_size, MemCache* mem)
     : engine_(engine),
       snapshot_(snapshot),
-      prefix_(std::move(page_prefix)),
+      prefix_(page_prefix != nullptr ? std::string_view(*page_prefix) : std::string_view()),
       meta_(meta),
       geo_(page_size, meta->bucket_size),
       mem_(snapshot == nullptr ? mem : nullptr),
@@ -32,7 +40,10 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::str
 
 std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
   if (key_buf_.empty()) {
-    key_buf_ = PageCacheKey(EncodePageKey(prefix_, 0, 0));
+    key_buf_.reserve(1 + prefix_.size() + kPageKeySuffix);
+    key_buf_.push_back('p');  // (PageCacheKey of a page key)
+    key_buf_.append(prefix_);
+    key_buf_.append(kPageKeySuffix, '\0');
   }
   SetPageKeySuffix(&key_buf_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
   return key_buf_;
@@ -207,9 +218,10 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   }
   std::vector<uint64_t> epochs;
   std::vector<std::string> cache_keys;
-  if (mem_ != nullptr && want.size() > 1) {
+  if (mem_ != nullptr && want.size() > 4) {
     // Pages in the in-memory cache need no read at all (usually all of them: only the misses
-    // are sorted for the MultiGet). Looked up together: one lock per cache shard. A writer's
+    // are sorted for the MultiGet). More than a few pages are looked up together, with one lock
+    // per cache shard (the single-item commands' two pages take the path below). A writer's
     // misses may still be in its write group (see CacheGet).
     thread_local std::string key_bytes;
     thread_local std::vector<std::string_view> views;

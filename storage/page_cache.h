@@ -36,6 +36,9 @@ class PageCache final : public core::BucketAccess {
   // pages of committed batches are published to it (Publish). Not used with a snapshot.
   PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
             const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr);
+  // The same with a page prefix that outlives the cache (not copied).
+  PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, const std::string* page_prefix,
+            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr);
   ~PageCache() override;
 
   // Loads the candidate pages of these items in every sub-filter, in one MultiGet (which reads
@@ -116,7 +119,8 @@ class PageCache final : public core::BucketAccess {
 
   Engine* engine_;
   const rocksdb::Snapshot* snapshot_;
-  std::string prefix_;
+  std::string prefix_owned_;  // (empty when the prefix is borrowed)
+  std::string_view prefix_;
   const core::FilterMeta* meta_;
   PageGeometry geo_;
   // The pages' map nodes come from an arena (a buffer in this object first): a lookup of 100
