@@ -193,6 +193,22 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
 
 void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
+  // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter), most
+  // are repeats: each page is wanted once (a bitmap over the filter's pages). Otherwise repeats
+  // are rare and cheap (found in pages_ below).
+  std::vector<uint64_t> first_page;
+  std::vector<bool> seen;
+  if (items.size() * 2 > 64) {
+    uint64_t total = 0;
+    for (uint32_t f = 0; f < meta_->num_filters; ++f) {
+      first_page.push_back(total);
+      const uint64_t n = Buckets(f);
+      total += n == 0 ? 0 : geo_.PageOf(n - 1) + 1;
+    }
+    if (items.size() * 2 > total) {
+      seen.assign(total, false);
+    }
+  }
   std::vector<std::pair<uint32_t, uint64_t>> want;
   for (const auto& item : items) {
     for (uint32_t f = 0; f < meta_->num_filters; ++f) {
@@ -204,6 +220,13 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       uint64_t b2 = core::AltBucket(b1, item.fp, n);
       for (uint64_t b : {b1, b2}) {
         uint64_t page = geo_.PageOf(b);
+        if (!seen.empty()) {
+          const uint64_t bit = first_page[f] + page;
+          if (seen[bit]) {
+            continue;
+          }
+          seen[bit] = true;
+        }
         if (pages_.find(Id(f, page)) == pages_.end()) {
           want.emplace_back(f, page);
         }
