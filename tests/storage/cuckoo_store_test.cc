@@ -698,3 +698,31 @@ TEST_CASE("lookups without the in-memory cache see every write", "[cuckoo][meta]
   REQUIRE(*nocache.Delete(0, "f"));
   CHECK(*nocache.CfLookup(0, "f", {"item-0"}, false) == std::vector<uint64_t>{0});
 }
+
+TEST_CASE("a lookup of more items than the filter has pages answers as one lookup per item",
+          "[cuckoo][meta]") {
+  // Many more candidate buckets than pages (each page wanted once), over a chain of sub-filters.
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(200, 2, 2), settings).ok());
+  const auto stored = Items::Make("in-", 0, 600);
+  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
+  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters >= 2);
+  auto probe = Items::Make("in-", 0, 600);
+  const auto absent = Items::Make("out-", 0, 3000);
+  probe.views.insert(probe.views.end(), absent.views.begin(), absent.views.end());
+  for (bool count : {false, true}) {
+    auto all = db.CfLookup(0, "f", probe.views, count);
+    REQUIRE(all.ok());
+    REQUIRE(all->size() == probe.views.size());
+    for (size_t i = 0; i < probe.views.size(); i += 7) {
+      auto one = db.CfLookup(0, "f", {probe.views[i]}, count);
+      REQUIRE(one.ok());
+      CHECK((*all)[i] == (*one)[0]);
+    }
+    for (size_t i = 0; i < 600; ++i) {
+      CHECK((*all)[i] >= 1);
+    }
+  }
+}
