@@ -114,6 +114,10 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
       ++s.hits;
     }
   }
+  if (n > 16384) {  // (a huge lookup's buffers are not kept by the thread)
+    std::vector<uint32_t>().swap(shard_of);
+    std::vector<uint32_t>().swap(order);
+  }
 }
 
 uint64_t MemCache::Sum(uint64_t Shard::*counter) const {

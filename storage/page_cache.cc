@@ -191,6 +191,10 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   return &pages_.emplace(Id(f, page), std::move(p)).first->second;
 }
 
+namespace {
+constexpr size_t kKeepBuffers = 16384;  // pages of one lookup whose buffers a thread keeps
+}  // namespace
+
 void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
   // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter), most
@@ -288,6 +292,14 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       pages_.emplace(Id(f, page), std::move(p));
     }
     values.clear();  // (the pages are referenced from pages_ only)
+    if (n > kKeepBuffers) {
+      // (a huge command's buffers are not kept by the thread)
+      std::string().swap(key_bytes);
+      std::vector<std::string_view>().swap(views);
+      std::vector<MemCache::Value>().swap(values);
+      found.reset();
+      found_size = 0;
+    }
     if (!ok) {
       return;
     }
