@@ -128,17 +128,21 @@ bool PageCache::MayHavePages(uint32_t f) {
   return f >= stored_.size() || stored_[f];
 }
 
-bool PageCache::Accept(uint32_t f, uint64_t page, MemCache::Value value, Page* out) {
-  uint64_t want = geo_.PageLength(page, Buckets(f));
-  if (value->size() != want) {
+PageCache::Page* PageCache::Install(uint32_t f, uint64_t page, MemCache::Value value) {
+  const uint64_t want = geo_.PageLength(page, Buckets(f));
+  Page p;
+  if (!value) {
+    p.shared = Zeros(want);
+  } else if (value->size() != want) {
     status_ = Status(Code::kCorruption, "corrupt page: filter " + std::to_string(f) + " page " +
                                             std::to_string(page) + " has " +
                                             std::to_string(value->size()) + " bytes, expected " +
                                             std::to_string(want));
-    return false;
+    return nullptr;
+  } else {
+    p.shared = std::move(value);
   }
-  out->shared = std::move(value);
-  return true;
+  return &pages_.emplace(Id(f, page), std::move(p)).first->second;
 }
 
 PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
@@ -149,29 +153,23 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   if (!status_.ok()) {
     return nullptr;
   }
-  Page p;
   if (!MayHavePages(f)) {
-    p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-    return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+    return Install(f, page, nullptr);
   }
-  std::string value;
-  auto key = EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
-  std::string ck;
+  std::string_view ck;
   uint64_t epoch = 0;
   if (mem_ != nullptr) {
-    ck = PageCacheKey(key);
+    ck = CacheKeyOf(f, page);
     MemCache::Value cached;
     if (CacheGet(ck, &cached)) {
-      if (!cached) {
-        p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-      } else if (!Accept(f, page, std::move(cached), &p)) {
-        return nullptr;
-      }
-      return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+      return Install(f, page, std::move(cached));
     }
     epoch = mem_->Epoch(ck);
   }
-  auto s = engine_->db()->Get(ReadOpts(), engine_->pages_cf(), key, &value);
+  std::string value;
+  auto s = engine_->db()->Get(
+      ReadOpts(), engine_->pages_cf(),
+      EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)), &value);
   ++pages_loaded_;
   MemCache::Value stored;
   if (s.ok()) {
@@ -180,15 +178,11 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
   if (mem_ != nullptr && (s.ok() || s.IsNotFound())) {
     mem_->Fill(ck, stored, epoch);
   }
-  if (s.IsNotFound()) {
-    p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-  } else if (!s.ok()) {
+  if (!s.ok() && !s.IsNotFound()) {
     status_ = Engine::FromRocks(s);
     return nullptr;
-  } else if (!Accept(f, page, std::move(stored), &p)) {
-    return nullptr;
   }
-  return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+  return Install(f, page, std::move(stored));
 }
 
 namespace {
@@ -277,19 +271,9 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       auto [f, page] = want[i];
       if (!found[i] && (group_ == nullptr || !group_->Lookup(views[i], &values[i]))) {
         want[kept++] = want[i];
-        continue;
+      } else if (pages_.count(Id(f, page)) == 0) {  // (a page may be wanted twice)
+        ok = Install(f, page, std::move(values[i])) != nullptr;
       }
-      if (pages_.count(Id(f, page)) != 0) {
-        continue;  // (wanted twice)
-      }
-      Page p;
-      if (!values[i]) {
-        p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-      } else if (!Accept(f, page, std::move(values[i]), &p)) {
-        ok = false;
-        break;
-      }
-      pages_.emplace(Id(f, page), std::move(p));
     }
     values.clear();  // (the pages are referenced from pages_ only)
     if (n > kKeepBuffers) {
@@ -313,13 +297,9 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       }
       MemCache::Value cached;
       if (CacheGet(CacheKeyOf(f, page), &cached)) {
-        Page p;
-        if (!cached) {
-          p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-        } else if (!Accept(f, page, std::move(cached), &p)) {
+        if (Install(f, page, std::move(cached)) == nullptr) {
           return;
         }
-        pages_.emplace(Id(f, page), std::move(p));
         continue;
       }
       want[kept++] = {f, page};
@@ -355,16 +335,13 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     if (mem_ != nullptr && (statuses[i].ok() || statuses[i].IsNotFound())) {
       mem_->Fill(cache_keys[i], stored, epochs[i]);
     }
-    Page p;
-    if (statuses[i].IsNotFound()) {
-      p.shared = Zeros(geo_.PageLength(page, Buckets(f)));
-    } else if (!statuses[i].ok()) {
+    if (!statuses[i].ok() && !statuses[i].IsNotFound()) {
       status_ = Engine::FromRocks(statuses[i]);
       return;
-    } else if (!Accept(f, page, std::move(stored), &p)) {
+    }
+    if (Install(f, page, std::move(stored)) == nullptr) {
       return;
     }
-    pages_.emplace(Id(f, page), std::move(p));
   }
 }
 

@@ -114,7 +114,9 @@ class PageCache final : public core::BucketAccess {
   static uint64_t Id(uint32_t f, uint64_t page) { return (static_cast<uint64_t>(f) << 32) | page; }
   uint64_t Buckets(uint32_t f);
   Page* Fetch(uint32_t f, uint64_t page);
-  bool Accept(uint32_t f, uint64_t page, MemCache::Value value, Page* out);
+  // Adds a page read from the cache or RocksDB to pages_ (value nullptr: not stored, all
+  // zeros); nullptr (status_ set) when its length is wrong.
+  Page* Install(uint32_t f, uint64_t page, MemCache::Value value);
   rocksdb::ReadOptions ReadOpts() const;
 
   Engine* engine_;
