@@ -281,8 +281,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
     return live(slot.view);
   }
   uint64_t epoch = 0;
-  if (!mem_.GetShared(ck, &raw, &epoch)) {
-    epoch = mem_.Epoch(ck);
+  if (!mem_.GetShared(ck, &raw, &epoch)) {  // (epoch: taken before RocksDB is read)
     std::string value;
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), std::string_view(ck).substr(1), &value);
     if (!s.ok() && !s.IsNotFound()) {

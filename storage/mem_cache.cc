@@ -65,6 +65,10 @@ bool MemCache::GetShared(std::string_view key, Value* value, uint64_t* epoch) {
   if (epoch != nullptr) {
     *epoch = s.epoch.load(std::memory_order_relaxed);
   }
+  return Find(s, key, value);
+}
+
+bool MemCache::Find(Shard& s, std::string_view key, Value* value) {
   auto it = s.map.find(key);
   if (it == s.map.end()) {
     ++s.misses;
@@ -103,15 +107,7 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     std::lock_guard lock(s.mu);
     for (; pos < n && shard_of[order[pos]] == shard; ++pos) {
       const uint32_t i = order[pos];
-      auto it = s.map.find(keys[i]);
-      found[i] = it != s.map.end();
-      if (!found[i]) {
-        ++s.misses;
-        continue;
-      }
-      Touch(s, it->second);
-      values[i] = it->second->value;
-      ++s.hits;
+      found[i] = Find(s, keys[i], &values[i]);
     }
   }
   if (n > 16384) {  // (a huge lookup's buffers are not kept by the thread)
