@@ -26,6 +26,13 @@
 
 namespace cuckood::storage {
 
+// Hash of string keys that also finds them by string_view (heterogeneous lookup: no copy of
+// the key per lookup).
+struct StringKeyHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 class MemCache {
  public:
   explicit MemCache(uint64_t capacity_bytes, size_t shards = 64);
@@ -71,14 +78,11 @@ class MemCache {
     Value value;
     uint64_t stamp = 0;  // the shard's insert count when the entry last moved to the front
   };
-  struct Hash {
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
   struct Shard {
     std::mutex mu;
     std::list<Entry> lru;  // front = most recent
-    std::unordered_map<std::string_view, std::list<Entry>::iterator, Hash, std::equal_to<>> map;
+    std::unordered_map<std::string_view, std::list<Entry>::iterator, StringKeyHash, std::equal_to<>>
+        map;
     uint64_t bytes = 0;
     std::atomic<uint64_t> epoch{0};  // written under mu, read also without it (Version)
     uint64_t hits = 0;  // (counted per shard, under mu: no counter shared by every thread)

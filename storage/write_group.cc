@@ -65,7 +65,7 @@ bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) cons
 
 void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
                          MemCache::Value before, MemCache::Value after, bool whole) {
-  if (prefixes_.find(page_prefix) == prefixes_.end()) {
+  if (!HasPagesOf(page_prefix)) {
     prefixes_.emplace(page_prefix);
   }
   mem_->Put(cache_key, after);

@@ -82,16 +82,12 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
-  struct Hash {  // (finds std::string keys by string_view: no copy of the key per lookup)
-    using is_transparent = void;
-    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-  };
 
   Engine* engine_;
   MemCache* mem_;
   WriteGroup* previous_;
-  std::unordered_map<std::string, Change, Hash, std::equal_to<>> changes_;  // by cache key
-  std::unordered_set<std::string, Hash, std::equal_to<>> prefixes_;
+  std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
+  std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
   Status failed_;
 };
 
