@@ -292,6 +292,9 @@ void Connection::Flush() {
   if (write_in_flight_ || out_.empty() || closed_ || client_.group_pending) {
     return;  // (group_pending: the io thread's write group calls again once committed)
   }
+  // A reply may show what another io thread's write group put in the in-memory cache: it goes
+  // out once that write is stored.
+  server_.engine().Settle();
   writing_.swap(out_);
   out_.clear();
   write_in_flight_ = true;

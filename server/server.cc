@@ -774,12 +774,18 @@ void Server::EndGroup() {
 }
 
 void Server::EndBatch() {
-  EndGroup();
   IoBatch& batch = t_io_batch;
+  if (batch.group) {
+    // Queued while the stripes are held (writes of a key are stored in the order they were
+    // made); written after they are given back, so the other io threads' commands on these keys
+    // run meanwhile. The replies still wait for the write (EndGroup).
+    batch.group->Seal();
+  }
   if (batch.held) {
     batch.guard.Release();
     batch.held = false;
   }
+  EndGroup();
 }
 
 void Server::ScheduleBatchEnd(const asio::any_io_executor& executor) {

@@ -176,7 +176,7 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   std::optional<SnapshotHolder> snap;
   rocksdb::ReadOptions ro;
   if (UncachedReads::active()) {
-    snap.emplace(engine_->db());
+    snap.emplace(engine_);
     ro.snapshot = snap->get();
   }
   auto m = LookupMeta(ro, ns, key);
@@ -285,7 +285,7 @@ StatusOr<Metadata> Db::CfInfo(uint16_t ns, std::string_view key) {
 }
 
 StatusOr<ScanDumpChunk> Db::CfScanDump(uint16_t ns, std::string_view key, int64_t iter) {
-  SnapshotHolder snap(engine_->db());
+  SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
   auto m = GetWith(ro, ns, key);

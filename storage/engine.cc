@@ -388,6 +388,9 @@ Engine::~Engine() {
 }
 
 void Engine::Close() {
+  if (db_ != nullptr && !closed_.load()) {
+    Settle();  // (what was submitted is written before the database closes)
+  }
   if (closed_.exchange(true)) {
     return;
   }
@@ -474,6 +477,105 @@ StatusOr<uint64_t> Engine::NewVersion() {
 }
 
 Status Engine::Write(rocksdb::WriteBatch* batch) {
+  PendingWrite w;
+  w.batch = batch;
+  Submit(&w, generation());
+  return Await(&w);
+}
+
+void Engine::Submit(PendingWrite* w, uint64_t generation) {
+  std::lock_guard lock(queue_mu_);
+  if (generation != generation_.load(std::memory_order_relaxed)) {
+    w->ticket = 0;
+    w->status = generation_failure_;  // (an earlier write's error: this one read its values)
+    return;
+  }
+  w->ticket = ++last_ticket_;
+  queue_.push_back(w);
+  submitted_.store(w->ticket, std::memory_order_release);
+}
+
+Status Engine::Await(PendingWrite* w) {
+  if (w->ticket != 0) {
+    Drain(w->ticket);
+  }
+  return w->status;
+}
+
+namespace {
+
+// The batches of several writes as one: a WriteBatch's bytes are a 12-byte header (sequence
+// number, then the record count as a little-endian 32-bit number) followed by its records.
+rocksdb::WriteBatch Concatenate(const std::vector<Engine::PendingWrite*>& writes) {
+  constexpr size_t kHeader = 12;
+  size_t bytes = kHeader;
+  for (const auto* w : writes) {
+    bytes += w->batch->GetDataSize() - kHeader;
+  }
+  std::string rep;
+  rep.reserve(bytes);
+  rep.append(writes.front()->batch->Data(), 0, kHeader);
+  uint32_t count = 0;
+  for (const auto* w : writes) {
+    rep.append(w->batch->Data(), kHeader);
+    count += w->batch->Count();
+  }
+  for (int i = 0; i < 4; ++i) {
+    rep[8 + static_cast<size_t>(i)] = static_cast<char>(count >> (8 * i));
+  }
+  return rocksdb::WriteBatch(std::move(rep));
+}
+
+}  // namespace
+
+void Engine::Drain(uint64_t upto) {
+  std::unique_lock lock(queue_mu_);
+  while (completed_.load(std::memory_order_relaxed) < upto) {
+    if (leading_) {
+      queue_cv_.wait(lock);
+      continue;
+    }
+    leading_ = true;
+    std::vector<PendingWrite*> writes;
+    writes.swap(queue_);
+    lock.unlock();
+    Status s;
+    if (writes.size() == 1) {
+      s = WriteNow(writes.front()->batch);
+    } else if (!writes.empty()) {
+      rocksdb::WriteBatch all = Concatenate(writes);
+      s = WriteNow(&all);
+    }
+    lock.lock();
+    uint64_t last =
+        writes.empty() ? completed_.load(std::memory_order_relaxed) : writes.back()->ticket;
+    if (!s.ok()) {
+      // Nothing of these writes was stored. The ones queued meanwhile may have read their
+      // values from the in-memory cache: they fail too, and so does every write that started
+      // reading before this point (generation).
+      for (auto* w : queue_) {
+        writes.push_back(w);
+      }
+      if (!queue_.empty()) {
+        last = queue_.back()->ticket;
+      }
+      queue_.clear();
+      for (auto* w : writes) {
+        w->status = s;
+        if (w->on_fail != nullptr) {
+          w->on_fail(w->arg);
+        }
+      }
+      generation_failure_ = s;
+      generation_.fetch_add(1, std::memory_order_acq_rel);
+    }
+    completed_.store(last, std::memory_order_release);
+    leading_ = false;
+    queue_cv_.notify_all();
+  }
+}
+
+Status Engine::WriteNow(rocksdb::WriteBatch* batch) {
   if (auto h = WriteHealth(); !h.ok()) {
     return h;
   }

@@ -72,8 +72,44 @@ class Engine {
   // A version number never handed out before, in this run or an earlier one.
   StatusOr<uint64_t> NewVersion();
 
-  // Commits a batch with the configured durability. Errors are converted for clients.
+  // Commits a batch with the configured durability (Submit, then Await). Errors are converted
+  // for clients.
   Status Write(rocksdb::WriteBatch* batch);
+
+  // ---- ordered commits ------------------------------------------------------------------------
+  // Every write reaches RocksDB in the order it was submitted. A writer submits its batch while
+  // it holds the stripe locks of the keys the batch changes, so two writes of one key are
+  // submitted (and stored) in the order they were made; it may then release the locks and wait
+  // for the write outside them, while the next writer of those keys already runs. Whoever waits
+  // first writes everything queued so far, in one RocksDB write.
+  //
+  // Until a submitted write is stored, the in-memory cache may be the only place that holds its
+  // values: whatever reads RocksDB on behalf of a command that may have read the cache calls
+  // Settle() first, and replies that may depend on such values are sent after Settle() too.
+  struct PendingWrite {
+    rocksdb::WriteBatch* batch = nullptr;
+    // Called (by whichever thread writes) when the write fails, before Await returns: the
+    // submitter drops the values it published to the in-memory cache.
+    void (*on_fail)(void* arg) = nullptr;
+    void* arg = nullptr;
+    Status status;
+    uint64_t ticket = 0;  // 0: refused at submission (status says why)
+  };
+  // Queues *w (which must stay alive until Await(w) returns). `generation` is the value of
+  // generation() when the writer started reading what it now writes: after a write failed, the
+  // writes that may have read its values (cache entries of a batch that was never stored) fail
+  // too.
+  void Submit(PendingWrite* w, uint64_t generation);
+  Status Await(PendingWrite* w);
+  // Returns once every write submitted before the call is stored (or failed).
+  void Settle() {
+    const uint64_t t = submitted_.load(std::memory_order_acquire);
+    if (completed_.load(std::memory_order_acquire) < t) {
+      Drain(t);
+    }
+  }
+  // Changes each time a write fails.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
   // Flushes memtables to SST files (SAVE / BGSAVE / shutdown).
   Status Flush();
@@ -108,6 +144,10 @@ class Engine {
  private:
   Engine() = default;
   void SyncLoop();
+  // Writes the queue until ticket `upto` is stored.
+  void Drain(uint64_t upto);
+  // One RocksDB write of a batch, waiting out stalls up to write_stall_timeout_ms.
+  Status WriteNow(rocksdb::WriteBatch* batch);
   // Records a failed write/sync status; stops further writes if it is an I/O error.
   void NoteWriteError(const rocksdb::Status& s);
   void TryResume();
@@ -139,12 +179,24 @@ class Engine {
   std::atomic<uint64_t> recoveries_{0};
   std::atomic<uint64_t> stall_errors_{0};
   std::mutex resume_mu_;  // one Resume() at a time
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::vector<PendingWrite*> queue_;  // guarded by queue_mu_
+  uint64_t last_ticket_ = 0;          // guarded by queue_mu_
+  bool leading_ = false;              // a thread is writing (guarded by queue_mu_)
+  Status generation_failure_;         // the failure that began this generation (queue_mu_)
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<uint64_t> generation_{0};
 };
 
 // A RocksDB snapshot held for the lifetime of the object.
 class SnapshotHolder {
  public:
   explicit SnapshotHolder(rocksdb::DB* db) : db_(db), snap_(db->GetSnapshot()) {}
+  // After Engine::Settle(): the snapshot holds every write submitted before.
+  explicit SnapshotHolder(Engine* engine) : SnapshotHolder((engine->Settle(), engine->db())) {}
   ~SnapshotHolder() { db_->ReleaseSnapshot(snap_); }
   SnapshotHolder(const SnapshotHolder&) = delete;
   SnapshotHolder& operator=(const SnapshotHolder&) = delete;

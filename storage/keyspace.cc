@@ -192,6 +192,9 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, ui
     raw = std::move(*cached);
   } else {
     const uint64_t epoch = use_cache ? mem_.Epoch(ck) : 0;
+    if (ro.snapshot == nullptr) {
+      engine_->Settle();
+    }
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), mk, &raw);
     if (use_cache && (s.ok() || s.IsNotFound())) {
       mem_.Fill(ck, s.ok() ? std::optional<std::string>(raw) : std::nullopt, epoch);
@@ -254,6 +257,9 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
   };
   if (ro.snapshot != nullptr || UncachedReads::active()) {
     std::string raw;
+    if (ro.snapshot == nullptr) {
+      engine_->Settle();
+    }
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), EncodeMetaKey(ns, key), &raw);
     if (s.IsNotFound()) {
       return ViewPtr();
@@ -283,6 +289,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
   uint64_t epoch = 0;
   if (!mem_.GetShared(ck, &raw, &epoch)) {  // (epoch: taken before RocksDB is read)
     std::string value;
+    engine_->Settle();
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), std::string_view(ck).substr(1), &value);
     if (!s.ok() && !s.IsNotFound()) {
       return Engine::FromRocks(s);
@@ -434,7 +441,7 @@ Status Db::FlushAll() {
 }
 
 StatusOr<uint64_t> Db::DbSize(uint16_t ns) {
-  SnapshotHolder snap(engine_->db());
+  SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
   std::string end = NsEnd(ns);
@@ -470,7 +477,7 @@ StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view patte
     }
     // An unknown (evicted) cursor restarts the walk: SCAN may repeat keys, never skip them.
   }
-  SnapshotHolder snap(engine_->db());
+  SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
   std::string end = NsEnd(ns);
@@ -517,7 +524,7 @@ StatusOr<ScanPage> Db::Scan(uint16_t ns, uint64_t cursor, std::string_view patte
 StatusOr<std::vector<std::string>> Db::Keys(uint16_t ns, std::string_view pattern) {
   std::vector<std::string> out;
   uint64_t cursor = 0;
-  SnapshotHolder snap(engine_->db());
+  SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
   std::string end = NsEnd(ns);
@@ -580,6 +587,7 @@ StatusOr<uint64_t> Db::DiskUsage(uint16_t ns, std::string_view key) {
   constexpr uint64_t kExactPages = 4096;
   std::string prefix = PagePrefix(ns, key, meta);
   std::string end = prefix + std::string(6, '\xff');
+  engine_->Settle();
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;

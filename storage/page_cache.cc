@@ -62,6 +62,9 @@ PageCache::~PageCache() = default;
 rocksdb::ReadOptions PageCache::ReadOpts() const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;
+  if (snapshot_ == nullptr) {
+    engine_->Settle();  // (RocksDB is read: it must hold what the cache may already show)
+  }
   return ro;
 }
 

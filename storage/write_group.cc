@@ -38,11 +38,17 @@ bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, s
 }
 
 WriteGroup::WriteGroup(Engine* engine, MemCache* mem)
-    : engine_(engine), mem_(mem), previous_(t_group) {
+    : engine_(engine), mem_(mem), previous_(t_group), generation_(engine->generation()) {
   t_group = this;
 }
 
 WriteGroup::~WriteGroup() {
+  if (sealed_ && pending_.batch != nullptr && pending_.ticket != 0) {
+    (void)engine_->Await(&pending_);  // (the writing thread must be done with it)
+    if (pending_.status.ok()) {
+      changes_.clear();
+    }
+  }
   Abandon();
   t_group = previous_;
 }
@@ -93,13 +99,14 @@ void WriteGroup::Fail(const Status& s) {
   Abandon();
 }
 
-Status WriteGroup::Commit() {
-  if (!failed_.ok()) {
-    Abandon();
-    return failed_;
+void WriteGroup::Seal() {
+  if (sealed_) {
+    return;
   }
-  if (changes_.empty()) {
-    return Status::Ok();
+  sealed_ = true;
+  pending_ = Engine::PendingWrite();
+  if (!failed_.ok() || changes_.empty()) {
+    return;
   }
   // In key order: each memtable insert then starts from where the previous one ended (RocksDB
   // keeps the last insert's position in its skiplist), instead of a search from the top of a
@@ -111,7 +118,7 @@ Status WriteGroup::Commit() {
   }
   std::sort(ordered.begin(), ordered.end(),
             [](const auto* a, const auto* b) { return a->first < b->first; });
-  rocksdb::WriteBatch batch;
+  batch_.Clear();
   size_t writes = 0;
   for (const auto* entry : ordered) {
     const std::string& ck = entry->first;
@@ -119,18 +126,44 @@ Status WriteGroup::Commit() {
     const std::string_view key = std::string_view(ck).substr(1);
     if (c.page) {
       writes +=
-          AddPageWrite(&batch, engine_->pages_cf(), key, c.before.get(), c.after.get(), c.whole)
+          AddPageWrite(&batch_, engine_->pages_cf(), key, c.before.get(), c.after.get(), c.whole)
               ? 1
               : 0;
     } else if (c.after) {
-      (void)batch.Put(engine_->metadata_cf(), key, *c.after);
+      (void)batch_.Put(engine_->metadata_cf(), key, *c.after);
       ++writes;
     } else {
-      (void)batch.Delete(engine_->metadata_cf(), key);
+      (void)batch_.Delete(engine_->metadata_cf(), key);
       ++writes;
     }
   }
-  Status s = writes == 0 ? Status::Ok() : engine_->Write(&batch);
+  if (writes == 0) {
+    return;
+  }
+  pending_.batch = &batch_;
+  pending_.on_fail = &WriteGroup::OnWriteFailed;
+  pending_.arg = this;
+  engine_->Submit(&pending_, generation_);
+  if (pending_.ticket == 0) {
+    failed_ = pending_.status;
+    Abandon();
+  }
+}
+
+void WriteGroup::OnWriteFailed(void* group) {
+  // (On the writing thread, while the group's own thread waits in Commit: the group's values
+  // leave the cache before any write that could read them starts.)
+  auto* g = static_cast<WriteGroup*>(group);
+  for (const auto& [ck, c] : g->changes_) {
+    g->mem_->Erase(ck);
+  }
+}
+
+Status WriteGroup::Commit() {
+  Seal();
+  sealed_ = false;
+  Status s = failed_.ok() && pending_.batch != nullptr ? engine_->Await(&pending_) : failed_;
+  pending_ = Engine::PendingWrite();
   if (!s.ok()) {
     failed_ = s;
     Abandon();
@@ -138,6 +171,7 @@ Status WriteGroup::Commit() {
   }
   changes_.clear();
   prefixes_.clear();
+  generation_ = engine_->generation();
   return Status::Ok();
 }
 

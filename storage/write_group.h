@@ -10,7 +10,10 @@
 // a page written once however many commands of the group changed them.
 //
 // The caller's contract: it holds the stripe locks of every key a grouped command touched until
-// Commit() has returned, and sends none of their replies before. A failed Commit() leaves
+// Seal() (or Commit()) has queued the group's write (Engine::Submit: writes are stored in the
+// order they are queued), and sends none of their replies before Commit() has returned. Between
+// the two it may release the locks: the next writer of those keys then works on the group's
+// values in the in-memory cache while the group is being written. A failed Commit() leaves
 // nothing of the group in RocksDB and drops its entries from the in-memory cache; every grouped
 // command must then answer that error. Other writes on a thread with an open group first commit
 // the group (Db::Commit), so RocksDB always receives changes in the order they were made.
@@ -49,8 +52,11 @@ class WriteGroup {
 
   // Writes every change collected so far in one RocksDB write and starts an empty group. After
   // a failure (of this write or an earlier one, see Fail) it returns that error until the group
-  // is closed; nothing of the group is stored.
+  // is closed; nothing of the group is stored. Seal()s the group first unless it is sealed.
   Status Commit();
+  // Queues the write of every change collected so far (see the contract above); no command may
+  // join the group until Commit() has returned.
+  void Seal();
   // Enough is collected that the caller should commit before the next command.
   bool Full() const { return changes_.size() >= kMaxChanges; }
   bool empty() const { return changes_.empty(); }
@@ -82,6 +88,7 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
+  static void OnWriteFailed(void* group);
 
   Engine* engine_;
   MemCache* mem_;
@@ -89,6 +96,10 @@ class WriteGroup {
   std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
   std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
   Status failed_;
+  uint64_t generation_;  // Engine::generation() when the group started reading
+  bool sealed_ = false;
+  rocksdb::WriteBatch batch_;
+  Engine::PendingWrite pending_;
 };
 
 // The write that turns a stored page from `before` into `after` (nullptr = all zeros, which is
