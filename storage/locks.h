@@ -2,11 +2,12 @@
 //
 // Threading model: each connection runs on one io thread; commands that write take the stripes of
 // every key they touch exclusively through a LockGuard (sorted and de-duplicated, so two commands
-// can never deadlock), and hold them until their write batch is committed and the in-memory cache
-// updated; commands that read keys take their stripes shared. MULTI/EXEC takes the stripes of
-// every key of every queued command at once. Readers take no lock: a lookup reads the metadata,
-// then all its candidate pages in one MultiGet (one sequence number); SCANDUMP reads through a
-// snapshot. Either way a reader sees only whole committed batches.
+// can never deadlock), and hold them until their write batch is queued for RocksDB
+// (Engine::Submit, which stores writes in the order they are queued) and the in-memory cache
+// updated; the write itself may complete after they are released (replies wait for it). Commands
+// that read keys take their stripes shared (without waiting: a reader that cannot take them reads
+// a RocksDB snapshot instead). MULTI/EXEC takes the stripes of every key of every queued command
+// at once.
 #pragma once
 
 #include <cstddef>
