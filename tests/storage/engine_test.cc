@@ -239,11 +239,12 @@ TEST_CASE("Settle returns once another thread's submitted write is stored", "[en
     Engine::PendingWrite w;
     w.batch = &batch;
     std::atomic<bool> submitted{false};
+    bool awaited_ok = false;  // (assertions only on this thread: Catch is not thread-safe)
     std::thread writer([&] {
       engine->Submit(&w, engine->generation());
       submitted.store(true);
       std::this_thread::sleep_for(std::chrono::microseconds(round % 3 == 0 ? 200 : 0));
-      CHECK(engine->Await(&w).ok());
+      awaited_ok = engine->Await(&w).ok();
     });
     while (!submitted.load()) {
       std::this_thread::yield();
@@ -251,6 +252,7 @@ TEST_CASE("Settle returns once another thread's submitted write is stored", "[en
     engine->Settle();
     CHECK(Read(*engine, "settled") == value);
     writer.join();
+    CHECK(awaited_ok);
   }
   engine->Close();
 }
