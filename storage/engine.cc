@@ -553,13 +553,11 @@ void Engine::Drain(uint64_t upto) {
       // Nothing of these writes was stored. The ones queued meanwhile may have read their
       // values from the in-memory cache: they fail too, and so does every write that started
       // reading before this point (generation).
-      for (auto* w : queue_) {
-        writes.push_back(w);
-      }
       if (!queue_.empty()) {
         last = queue_.back()->ticket;
+        writes.insert(writes.end(), queue_.begin(), queue_.end());
+        queue_.clear();
       }
-      queue_.clear();
       for (auto* w : writes) {
         w->status = s;
         if (w->on_fail != nullptr) {

@@ -43,7 +43,7 @@ WriteGroup::WriteGroup(Engine* engine, MemCache* mem)
 }
 
 WriteGroup::~WriteGroup() {
-  if (sealed_ && pending_.batch != nullptr && pending_.ticket != 0) {
+  if (pending_.ticket != 0) {         // sealed and queued, not yet waited for
     (void)engine_->Await(&pending_);  // (the writing thread must be done with it)
     if (pending_.status.ok()) {
       changes_.clear();
@@ -153,16 +153,21 @@ void WriteGroup::Seal() {
 void WriteGroup::OnWriteFailed(void* group) {
   // (On the writing thread, while the group's own thread waits in Commit: the group's values
   // leave the cache before any write that could read them starts.)
-  auto* g = static_cast<WriteGroup*>(group);
-  for (const auto& [ck, c] : g->changes_) {
-    g->mem_->Erase(ck);
+  static_cast<WriteGroup*>(group)->EraseFromCache();
+}
+
+void WriteGroup::EraseFromCache() const {
+  // The cache holds the group's values: readers must find RocksDB's again.
+  for (const auto& [ck, c] : changes_) {
+    mem_->Erase(ck);
   }
 }
 
 Status WriteGroup::Commit() {
   Seal();
   sealed_ = false;
-  Status s = failed_.ok() && pending_.batch != nullptr ? engine_->Await(&pending_) : failed_;
+  // (Nothing submitted: Await answers the empty status at once.)
+  Status s = failed_.ok() ? engine_->Await(&pending_) : failed_;
   pending_ = Engine::PendingWrite();
   if (!s.ok()) {
     failed_ = s;
@@ -176,10 +181,7 @@ Status WriteGroup::Commit() {
 }
 
 void WriteGroup::Abandon() {
-  // The cache holds the group's values: readers must find RocksDB's again.
-  for (const auto& [ck, c] : changes_) {
-    mem_->Erase(ck);
-  }
+  EraseFromCache();
   changes_.clear();
   prefixes_.clear();
 }

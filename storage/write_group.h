@@ -88,6 +88,7 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
+  void EraseFromCache() const;
   static void OnWriteFailed(void* group);
 
   Engine* engine_;
