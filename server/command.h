@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,6 +45,21 @@ struct CommandContext {
   Client& client;
   resp::Writer& out;
   const Argv& argv;
+  // The keys a write command modified, when the handler lists them itself (the generic commands:
+  // Redis signals only real modifications, so DEL of a missing key or SET NX that finds the key
+  // does not abort a WATCHing transaction). Unset: every key of the command, as RedisBloom's
+  // commands count as modifying the key they open for writing even when nothing changes.
+  std::optional<std::vector<std::string_view>> modified;
+
+  void NothingModified() {
+    if (!modified) {
+      modified.emplace();
+    }
+  }
+  void Modified(std::string_view key) {
+    NothingModified();
+    modified->push_back(key);
+  }
 };
 
 using Handler = void (*)(CommandContext& ctx);

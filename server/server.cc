@@ -693,19 +693,21 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
     }
     ++client.group_commands;
   }
-  CommandContext ctx{*this, client, out, argv};
+  CommandContext ctx{*this, client, out, argv, std::nullopt};
   if ((spec.flags & kHandlerArity) &&
       ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
        static_cast<int>(argv.size()) < -spec.arity)) {
-    // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are.
+    // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are (they
+    // check it before opening the key, so nothing counts as modified).
     out.Error(ArityError(spec.name));
+    ctx.NothingModified();
   } else {
     spec.handler(ctx);
   }
   if (write && !(spec.flags & kNoWatchBump)) {
     // Touched while the key locks are held, so EXEC (which holds them too) sees it or not at
     // all.
-    TouchKeys(client.db, keys);
+    TouchKeys(client.db, ctx.modified ? *ctx.modified : keys);
   }
   guard.Release();
   const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(

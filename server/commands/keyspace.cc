@@ -41,6 +41,7 @@ void CountLookup(CommandContext& ctx, bool hit) {
 // ---- DEL / UNLINK / EXISTS / TYPE ---------------------------------------------------------------
 
 void DelCommand(CommandContext& ctx) {
+  ctx.NothingModified();
   int64_t deleted = 0;
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
     auto r = ctx.server.db().Delete(ctx.client.db, ctx.argv[i]);
@@ -48,7 +49,10 @@ void DelCommand(CommandContext& ctx) {
       ReplyStatusError(ctx.out, r.status());
       return;
     }
-    deleted += *r ? 1 : 0;
+    if (*r) {
+      ctx.Modified(ctx.argv[i]);
+      ++deleted;
+    }
   }
   ctx.out.Integer(deleted);
 }
@@ -81,6 +85,7 @@ void TypeCommand(CommandContext& ctx) {
 // ---- RENAME / RENAMENX --------------------------------------------------------------------------
 
 void RenameGeneric(CommandContext& ctx, bool nx) {
+  ctx.NothingModified();
   auto r = ctx.server.db().Rename(ctx.client.db, ctx.argv[1], ctx.argv[2], nx);
   if (!r.ok()) {
     if (r.status().code() == storage::Code::kNotFound) {
@@ -89,6 +94,10 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
       ReplyStatusError(ctx.out, r.status());
     }
     return;
+  }
+  if (*r && ctx.argv[1] != ctx.argv[2]) {  // (a key renamed to itself is not modified)
+    ctx.Modified(ctx.argv[1]);
+    ctx.Modified(ctx.argv[2]);
   }
   if (nx) {
     ctx.out.Integer(*r ? 1 : 0);
@@ -163,6 +172,7 @@ bool ParseExpire(CommandContext& ctx, int64_t basetime_ms, bool seconds, ExpireA
 }
 
 void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
+  ctx.NothingModified();
   const int64_t now = NowMillis();
   ExpireArgs args;
   if (!ParseExpire(ctx, relative ? now : 0, seconds, &args)) {
@@ -194,6 +204,7 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
       ReplyStatusError(ctx.out, r.status());
       return;
     }
+    ctx.Modified(ctx.argv[1]);
     ctx.out.Integer(1);
     return;
   }
@@ -201,6 +212,9 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
+  }
+  if (*r) {
+    ctx.Modified(ctx.argv[1]);
   }
   ctx.out.Integer(*r ? 1 : 0);
 }
@@ -257,6 +271,7 @@ void PExpireTimeCommand(CommandContext& ctx) {
 }
 
 void PersistCommand(CommandContext& ctx) {
+  ctx.NothingModified();
   auto& db = ctx.server.db();
   auto m = db.Get(ctx.client.db, ctx.argv[1]);
   if (!m.ok()) {
@@ -271,6 +286,9 @@ void PersistCommand(CommandContext& ctx) {
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
+  }
+  if (*r) {
+    ctx.Modified(ctx.argv[1]);
   }
   ctx.out.Integer(*r ? 1 : 0);
 }

@@ -10,6 +10,7 @@ namespace {
 
 void Set(CommandContext& ctx) {
   const Argv& argv = ctx.argv;
+  ctx.NothingModified();
   bool nx = false, xx = false, keep_ttl = false, get = false;
   uint64_t expire_ms = 0;
   bool has_expire = false;
@@ -74,6 +75,7 @@ void Set(CommandContext& ctx) {
     ReplyStatusError(ctx.out, s);
     return;
   }
+  ctx.Modified(argv[1]);
   if (get) {
     if (exists) {
       ctx.out.Bulk((*old)->value);
