@@ -165,6 +165,9 @@ class Db {
   // first.
   Status Commit(rocksdb::WriteBatch* batch, class PageCache* pages,
                 std::initializer_list<MetaChange> metas);
+  // Adds to `batch` the removal of the rename alias of `old` (a filter renamed away from the
+  // name its pages are stored under), for a write that deletes or replaces that filter.
+  void DropAlias(rocksdb::WriteBatch* batch, uint16_t ns, const Metadata& old);
   // Commits a filter write: the dirty pages of `cache` (may be null) and the new metadata, in
   // one batch, or into the WriteGroup open on this thread for this Db.
   Status CommitFilter(class PageCache* cache, const std::string& meta_key, const Metadata& meta);

@@ -338,6 +338,7 @@ StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
   rocksdb::WriteBatch batch;
   const std::string mk = EncodeMetaKey(ns, key);
   (void)batch.Delete(engine_->metadata_cf(), mk);
+  DropAlias(&batch, ns, **m);
   auto s = Commit(&batch, nullptr, {{mk, nullptr}});
   if (!s.ok()) {
     return s;
@@ -391,11 +392,19 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
   }
   Metadata meta = std::move(**m);
   rocksdb::WriteBatch batch;
+  auto replaced = Get(ns, dst);
+  if (!replaced.ok()) {
+    return replaced.status();
+  }
+  if (replaced->has_value()) {
+    DropAlias(&batch, ns, **replaced);
+  }
   if (meta.type == KeyType::kCuckoo) {
     // Pages stay under the name the filter was created with; an alias tells the pages
     // compaction filter which key owns them now. O(1) whatever the filter's size.
     std::string owner = meta.cuckoo.owner.empty() ? std::string(src) : meta.cuckoo.owner;
-    if (owner == dst) {
+    if (owner == dst) {  // back under its own name
+      DropAlias(&batch, ns, meta);
       meta.cuckoo.owner.clear();
     } else {
       meta.cuckoo.owner = owner;
@@ -411,6 +420,12 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
     return s;
   }
   return true;
+}
+
+void Db::DropAlias(rocksdb::WriteBatch* batch, uint16_t ns, const Metadata& old) {
+  if (old.type == KeyType::kCuckoo && !old.cuckoo.owner.empty()) {
+    (void)batch->Delete(engine_->default_cf(), EncodeAliasKey(ns, old.cuckoo.owner, old.version));
+  }
 }
 
 Status Db::FlushDb(uint16_t ns) {
@@ -613,16 +628,17 @@ Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, 
   meta.value = std::string(value);
   meta.size = value.size();
   meta.expire_ms = expire_ms;
-  if (keep_ttl) {
-    auto old = Get(ns, key);
-    if (!old.ok()) {
-      return old.status();
-    }
-    if (old->has_value()) {
-      meta.expire_ms = (*old)->expire_ms;
-    }
+  auto old = Get(ns, key);
+  if (!old.ok()) {
+    return old.status();
   }
   rocksdb::WriteBatch batch;
+  if (old->has_value()) {
+    if (keep_ttl) {
+      meta.expire_ms = (*old)->expire_ms;
+    }
+    DropAlias(&batch, ns, **old);
+  }
   const std::string mk = EncodeMetaKey(ns, key);
   (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
   return Commit(&batch, nullptr, {{mk, &meta}});

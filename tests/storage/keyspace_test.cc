@@ -462,3 +462,54 @@ TEST_CASE("DiskUsage covers a key's metadata and pages", "[keyspace]") {
   REQUIRE(*db.Rename(0, "f", "g", false));
   CHECK(*db.DiskUsage(0, "g") > 2000);
 }
+
+TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspace]") {
+  TestDb t;
+  Db& db = t.db();
+  CfSettings settings = SmallPages();
+  const auto items = Items::Make("item", 0, 20);
+  auto aliases = [&] {
+    size_t n = 0;
+    for (const auto& r : AllRecords(t.engine(), t.engine().default_cf())) {
+      n += r.key[0] == kAliasPrefix ? 1 : 0;
+    }
+    return n;
+  };
+  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
+  REQUIRE(aliases() == 0);
+  REQUIRE(*db.Rename(0, "f", "g", false));
+  REQUIRE(aliases() == 1);
+  REQUIRE(*db.Rename(0, "g", "h", false));  // the same alias, pointing elsewhere
+  REQUIRE(aliases() == 1);
+  CHECK(*db.CfLookup(0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
+
+  SECTION("DEL") {
+    REQUIRE(*db.Delete(0, "h"));
+    CHECK(aliases() == 0);
+  }
+  SECTION("overwritten by SET") {
+    REQUIRE(db.SetString(0, "h", "v", 0, false).ok());
+    CHECK(aliases() == 0);
+  }
+  SECTION("overwritten by RENAME of another key") {
+    REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
+    REQUIRE(*db.Rename(0, "s", "h", false));
+    CHECK(aliases() == 0);
+  }
+  SECTION("overwritten by RENAME of another renamed filter") {
+    REQUIRE(db.CfInsert(0, "f2", items.views, false, false, 1000, settings).ok());
+    REQUIRE(*db.Rename(0, "f2", "x", false));
+    REQUIRE(aliases() == 2);
+    REQUIRE(*db.Rename(0, "x", "h", false));
+    CHECK(aliases() == 1);  // only f2's
+    CHECK(*db.CfLookup(0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
+  }
+  SECTION("renamed back to the name its pages are stored under") {
+    REQUIRE(*db.Rename(0, "h", "f", false));
+    CHECK(aliases() == 0);
+    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+    // the pages are still the live filter's: a full compaction keeps them
+    REQUIRE(t.engine().CompactAll().ok());
+    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+  }
+}
