@@ -275,6 +275,9 @@ void Server::Start() {
     if (!ec) {
       acc->listen(asio::socket_base::max_listen_connections, ec);
     }
+    if (!ec) {
+      acc->non_blocking(true, ec);  // (Accept takes every waiting connection without blocking)
+    }
     if (ec) {
       throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(port) + ": " +
                                ec.message());
@@ -322,59 +325,81 @@ void Server::Tick() {
 
 void Server::Accept(size_t index) {
   auto& ctx = *contexts_[next_context_++ % contexts_.size()];
-  acceptors_[index]->async_accept(ctx, [this, index](const asio::error_code& ec,
-                                                     asio::ip::tcp::socket socket) {
-    if (ec) {
-      if (ec == asio::error::operation_aborted || shutting_down_) {
-        return;
-      }
-      spdlog::warn("accept failed: {}", ec.message());
-      Accept(index);
-      return;
-    }
-    Accept(index);
-    stats_.total_connections_received++;
-    Config cfg = config();
-    asio::error_code ec2;
-    auto peer = socket.remote_endpoint(ec2);
-    if (ec2) {
-      return;
-    }
-    if (cfg.protected_mode && cfg.requirepass.empty() && !peer.address().is_loopback()) {
-      static const std::string kDenied =
-          "-DENIED Redis is running in protected mode because protected mode is enabled and no "
-          "password is set for the default user. In this mode connections are only accepted "
-          "from the loopback interface. If you want to connect from external computers to Redis "
-          "you may adopt one of the following solutions: 1) Just disable protected mode sending "
-          "the command 'CONFIG SET protected-mode no' from the loopback interface by connecting "
-          "to Redis from the same host the server is running, however MAKE SURE Redis is not "
-          "publicly accessible from internet if you do so. Use CONFIG REWRITE to make this "
-          "change permanent. 2) Alternatively you can just disable the protected mode by "
-          "editing the Redis configuration file, and setting the protected mode option to 'no', "
-          "and then restarting the server. 3) If you started the server manually just for "
-          "testing, restart it with the '--protected-mode no' option. 4) Set up an "
-          "authentication password for the default user. NOTE: You only need to do one of the "
-          "above things in order for the server to start accepting connections from the "
-          "outside.\r\n";
-      asio::write(socket, asio::buffer(kDenied), ec2);
-      stats_.rejected_connections++;
-      return;
-    }
-    if (connected_.load() >= static_cast<size_t>(std::max(cfg.maxclients, 1))) {
-      static const std::string kMax = "-ERR max number of clients reached\r\n";
-      asio::write(socket, asio::buffer(kMax), ec2);
-      stats_.rejected_connections++;
-      return;
-    }
-    socket.set_option(asio::ip::tcp::no_delay(true), ec2);
-    if (cfg.tcp_keepalive > 0) {
-      socket.set_option(asio::socket_base::keep_alive(true), ec2);
-    }
-    auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId(),
-                                             acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
-    RegisterConnection(conn);
-    conn->Start();
-  });
+  acceptors_[index]->async_accept(
+      ctx, [this, index](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+        if (ec) {
+          if (ec == asio::error::operation_aborted || shutting_down_) {
+            return;
+          }
+          spdlog::warn("accept failed: {}", ec.message());
+          Accept(index);
+          return;
+        }
+        OnAccepted(index, std::move(socket));
+        // Every other connection already waiting is taken now (as Redis takes up to 1000 per
+        // event): the acceptor's handler runs on io thread 0 behind that thread's busy connections,
+        // and one connection per turn of its queue kept the last clients of a burst waiting for
+        // their first reply until the others were done.
+        constexpr int kMaxAcceptsPerTurn = 1000;
+        for (int i = 0; i < kMaxAcceptsPerTurn && !shutting_down_; ++i) {
+          asio::ip::tcp::socket next(*contexts_[next_context_ % contexts_.size()]);
+          asio::error_code aec;
+          acceptors_[index]->accept(next, aec);
+          if (aec) {
+            if (aec != asio::error::would_block && aec != asio::error::try_again) {
+              spdlog::warn("accept failed: {}", aec.message());
+            }
+            break;
+          }
+          next_context_++;
+          OnAccepted(index, std::move(next));
+        }
+        Accept(index);
+      });
+}
+
+void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
+  stats_.total_connections_received++;
+  Config cfg = config();
+  asio::error_code ec2;
+  auto peer = socket.remote_endpoint(ec2);
+  if (ec2) {
+    return;
+  }
+  if (cfg.protected_mode && cfg.requirepass.empty() && !peer.address().is_loopback()) {
+    static const std::string kDenied =
+        "-DENIED Redis is running in protected mode because protected mode is enabled and no "
+        "password is set for the default user. In this mode connections are only accepted "
+        "from the loopback interface. If you want to connect from external computers to Redis "
+        "you may adopt one of the following solutions: 1) Just disable protected mode sending "
+        "the command 'CONFIG SET protected-mode no' from the loopback interface by connecting "
+        "to Redis from the same host the server is running, however MAKE SURE Redis is not "
+        "publicly accessible from internet if you do so. Use CONFIG REWRITE to make this "
+        "change permanent. 2) Alternatively you can just disable the protected mode by "
+        "editing the Redis configuration file, and setting the protected mode option to 'no', "
+        "and then restarting the server. 3) If you started the server manually just for "
+        "testing, restart it with the '--protected-mode no' option. 4) Set up an "
+        "authentication password for the default user. NOTE: You only need to do one of the "
+        "above things in order for the server to start accepting connections from the "
+        "outside.\r\n";
+    asio::write(socket, asio::buffer(kDenied), ec2);
+    stats_.rejected_connections++;
+    return;
+  }
+  if (connected_.load() >= static_cast<size_t>(std::max(cfg.maxclients, 1))) {
+    static const std::string kMax = "-ERR max number of clients reached\r\n";
+    asio::write(socket, asio::buffer(kMax), ec2);
+    stats_.rejected_connections++;
+    return;
+  }
+  socket.set_option(asio::ip::tcp::no_delay(true), ec2);
+  if (cfg.tcp_keepalive > 0) {
+    socket.set_option(asio::socket_base::keep_alive(true), ec2);
+  }
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId(),
+                                           acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
+  RegisterConnection(conn);
+  conn->Start();
 }
 
 void Server::RegisterConnection(const std::shared_ptr<Connection>& conn) {

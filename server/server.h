@@ -175,6 +175,7 @@ class Server {
 
  private:
   void Accept(size_t acceptor);
+  void OnAccepted(size_t acceptor, asio::ip::tcp::socket socket);
   void StopAll();
   void Tick();
 

@@ -296,3 +296,54 @@ def test_random_concurrent_operations_keep_the_database_consistent(fresh_server)
     out = subprocess.run([binary(), "--check", "--dir", srv.data_dir], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and " 0 errors" in out.stdout + out.stderr, out.stdout + out.stderr
+
+
+def test_a_burst_of_new_connections_is_served_while_others_keep_the_server_busy(fresh_server):
+    """Connections that arrive together while the io threads are busy are all taken at once: a
+    new client waits for one turn of the busy ones, not for one turn per client queued before
+    it (the last clients of a burst used to get their first reply only when the others were
+    done). Measured in the busy clients' own progress, not in time."""
+    srv = fresh_server("--workers", "2")
+    k = "conc:burst"
+    setup = RawClient(srv.port)
+    assert setup.call("CF.RESERVE", k, "4000000") == b"+OK\r\n"
+    rng = random.Random(7)
+    pipeline = b"".join(
+        encode(["CF.INSERT", k, "ITEMS"] + ["%012d" % rng.randrange(10 ** 12) for _ in range(100)])
+        for _ in range(16))
+    done = [0]
+    stop = threading.Event()
+
+    def busy():
+        c = RawClient(srv.port)
+        while not stop.is_set():
+            c.send_raw(pipeline)
+            for _ in range(16):
+                assert c.read_reply().startswith(b"*100\r\n")
+            done[0] += 1
+        c.close()
+
+    threads = [threading.Thread(target=busy) for _ in range(4)]
+    for t in threads:
+        t.start()
+    try:
+        deadline = time.monotonic() + 60
+        while done[0] < 8 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert done[0] >= 8, "the busy clients made no progress"
+        before = done[0]
+        burst = [RawClient(srv.port) for _ in range(60)]
+        for c in burst:
+            c.send_raw(encode(["PING"]))
+        for c in burst:
+            assert c.read_reply() == b"+PONG\r\n"
+        during = done[0] - before
+        for c in burst:
+            c.close()
+    finally:
+        stop.set()
+        for t in threads:
+            t.join(60)
+    # one turn of the busy clients is 4 pipelines; one turn per new client would be ~60 turns
+    assert during <= 24, "the busy clients completed %d pipelines while the burst waited" % during
+    setup.close()
