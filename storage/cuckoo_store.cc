@@ -188,6 +188,10 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   }
   const Metadata& meta = (*m)->meta;
   auto hashes = HashAll(items);
+  // The pages are borrowed from the in-memory cache for the lookup (MemCache::ReadSection;
+  // opened after LookupMeta, whose record is kept by the thread). The section closes after the
+  // page cache that holds them.
+  MemCache::ReadSection section;
   PageCache cache(engine_, ro.snapshot, &(*m)->page_prefix, &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_);
   cache.Prefetch(hashes, /*all=*/true);

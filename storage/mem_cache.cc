@@ -2,13 +2,115 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace cuckood::storage {
 
 namespace {
 std::atomic<uint64_t> next_cache_id{1};
+
+// Epoch-based reclamation of borrowed values. A thread in a section publishes in its slot the
+// epoch it entered at (0 = not in a section). A value dropped by the cache is tagged with the
+// epoch of the drop; it is freed once every slot is 0 or holds a later epoch: a section entered
+// after the drop cannot find the value any more (it left the shard's map first, under the
+// shard's lock, which the section's lookups take after publishing the slot).
+struct alignas(64) SectionSlot {
+  std::atomic<uint64_t> epoch{0};
+};
+struct SectionDomain {
+  std::atomic<uint64_t> epoch{1};
+  SectionSlot slots[MemCache::kSectionSlots];
+  std::atomic<bool> taken[MemCache::kSectionSlots] = {};
+  std::atomic<size_t> used{0};  // slots [0, used) have been taken at some time
+};
+SectionDomain g_sections;
+
+struct ThreadSection {
+  int slot = -1;  // -1: none yet, -2: none free
+  int depth = 0;  // nested sections
+  bool borrowing = false;
+  ~ThreadSection() {
+    if (slot >= 0) {
+      g_sections.slots[slot].epoch.store(0, std::memory_order_seq_cst);
+      g_sections.taken[slot].store(false, std::memory_order_release);
+    }
+  }
+};
+thread_local ThreadSection t_section;
+
+// Retired values of a shard are reclaimed when this many have piled up, or these many bytes.
+constexpr size_t kReclaimCount = 64;
+constexpr uint64_t kReclaimBytes = 1 << 20;
+
 }  // namespace
+
+MemCache::ReadSection::ReadSection() {
+  ThreadSection& t = t_section;
+  if (t.depth++ > 0) {
+    return;
+  }
+  if (t.slot == -1) {
+    t.slot = -2;
+    for (size_t i = 0; i < kSectionSlots; ++i) {
+      bool expected = false;
+      if (g_sections.taken[i].compare_exchange_strong(expected, true)) {
+        t.slot = static_cast<int>(i);
+        size_t used = g_sections.used.load();
+        while (used < i + 1 && !g_sections.used.compare_exchange_weak(used, i + 1)) {
+        }
+        break;
+      }
+    }
+  }
+  if (t.slot < 0) {
+    return;  // (owned values)
+  }
+  g_sections.slots[t.slot].epoch.store(g_sections.epoch.load(std::memory_order_seq_cst),
+                                       std::memory_order_seq_cst);
+  t.borrowing = true;
+}
+
+MemCache::ReadSection::~ReadSection() {
+  ThreadSection& t = t_section;
+  if (--t.depth > 0 || !t.borrowing) {
+    return;
+  }
+  t.borrowing = false;
+  g_sections.slots[t.slot].epoch.store(0, std::memory_order_seq_cst);
+}
+
+void MemCache::Retire(Shard& s, Value value) {
+  if (!value) {
+    return;
+  }
+  s.retired_bytes += value->size();
+  s.retired.emplace_back(g_sections.epoch.load(std::memory_order_seq_cst), std::move(value));
+  if (s.retired.size() >= kReclaimCount || s.retired_bytes >= kReclaimBytes) {
+    Reclaim(s);
+  }
+}
+
+void MemCache::Reclaim(Shard& s) {
+  // Sections entered from now on publish a later epoch than any retired value's.
+  g_sections.epoch.fetch_add(1, std::memory_order_seq_cst);
+  uint64_t oldest = UINT64_MAX;
+  const size_t used = g_sections.used.load(std::memory_order_seq_cst);
+  for (size_t i = 0; i < used; ++i) {
+    const uint64_t e = g_sections.slots[i].epoch.load(std::memory_order_seq_cst);
+    if (e != 0 && e < oldest) {
+      oldest = e;
+    }
+  }
+  // Freed: values dropped before the oldest open section was entered.
+  std::erase_if(s.retired, [&s, oldest](const auto& r) {
+    if (r.first >= oldest) {
+      return false;
+    }
+    s.retired_bytes -= r.second->size();
+    return true;
+  });
+}
 
 MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
     : capacity_(capacity_bytes),
@@ -75,7 +177,12 @@ bool MemCache::Find(Shard& s, std::string_view key, Value* value) {
     return false;
   }
   Touch(s, it->second);
-  *value = it->second->value;
+  if (t_section.borrowing) {
+    const Value& v = it->second->value;
+    *value = Value(Value(), v.get());  // (aliasing an empty pointer: no reference counted)
+  } else {
+    *value = it->second->value;
+  }
   ++s.hits;
   return true;
 }
@@ -139,6 +246,8 @@ void MemCache::Insert(Shard& s, std::string_view key, Value value) {
   auto it = s.map.find(key);
   if (it != s.map.end()) {
     s.bytes -= Cost(*it->second);
+    // (Not retired: Put's caller holds the key's stripe exclusively, so no section borrows
+    // the key's value now; Fill does not replace.)
     it->second->value = std::move(value);
     s.bytes += Cost(*it->second);
     s.lru.splice(s.lru.begin(), s.lru, it->second);
@@ -152,6 +261,7 @@ void MemCache::Insert(Shard& s, std::string_view key, Value value) {
     auto& victim = s.lru.back();
     s.bytes -= Cost(victim);
     s.map.erase(victim.key);
+    Retire(s, std::move(victim.value));
     s.lru.pop_back();
   }
 }
@@ -165,6 +275,9 @@ void MemCache::Fill(std::string_view key, Value value, uint64_t epoch) {
   std::lock_guard lock(s.mu);
   if (s.epoch != epoch) {
     return;  // a writer changed this shard since the caller read RocksDB
+  }
+  if (s.map.count(key) != 0) {
+    return;  // filled by another reader meanwhile (a borrowed value must not be replaced)
   }
   Insert(s, key, std::move(value));
 }
@@ -189,6 +302,7 @@ void MemCache::Erase(std::string_view key) {
     auto entry = it->second;
     s.bytes -= Cost(*entry);
     s.map.erase(it);
+    Retire(s, std::move(entry->value));
     s.lru.erase(entry);
   }
 }
@@ -198,6 +312,9 @@ void MemCache::Clear() {
     std::lock_guard lock(s->mu);
     ++s->epoch;
     s->map.clear();
+    for (auto& e : s->lru) {
+      Retire(*s, std::move(e.value));
+    }
     s->lru.clear();
     s->bytes = 0;
   }

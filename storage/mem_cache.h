@@ -39,6 +39,23 @@ class MemCache {
 
   using Value = std::shared_ptr<const std::string>;  // nullptr = known absent
 
+  // While a ReadSection is open on a thread, GetShared and GetSharedMany hand out borrowed
+  // values: they point at the cache's bytes without owning them (no reference count is
+  // changed; two io threads counting references to the same hot pages turned every lookup into
+  // a transfer of the count's cache line between cores). A borrowed value is valid until the
+  // section closes, and must not be kept beyond it: a value the cache drops meanwhile (replaced,
+  // evicted, erased) is freed only once every section open at that time has closed. A thread
+  // that cannot get a section slot (more than kSectionSlots threads at once) gets owned values.
+  // Sections nest; borrowing is process-wide (one section covers every MemCache).
+  class ReadSection {
+   public:
+    ReadSection();
+    ~ReadSection();
+    ReadSection(const ReadSection&) = delete;
+    ReadSection& operator=(const ReadSection&) = delete;
+  };
+  static constexpr size_t kSectionSlots = 256;
+
   // true on a hit; *value is the cached value, nullopt = known absent.
   bool Get(std::string_view key, std::optional<std::string>* value);
   // The same without copying the value: it is shared (immutable) with the cache. epoch (if not
@@ -60,7 +77,8 @@ class MemCache {
   uint64_t Epoch(std::string_view key);
   void Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch);
   void Fill(std::string_view key, Value value, uint64_t epoch);
-  // A committed change (nullopt = the key was deleted).
+  // A committed change (nullopt = the key was deleted). The caller holds the key's stripe
+  // exclusively (storage/locks.h), so no ReadSection borrows the value it replaces.
   void Put(std::string_view key, std::optional<std::string> value);
   void Put(std::string_view key, Value value);
   // Forgets a key (its next read goes to RocksDB), e.g. a change that was not committed.
@@ -80,6 +98,9 @@ class MemCache {
   };
   struct Shard {
     std::mutex mu;
+    // Values dropped while a section may have borrowed them, with the section epoch of the drop.
+    std::vector<std::pair<uint64_t, Value>> retired;
+    uint64_t retired_bytes = 0;
     std::list<Entry> lru;  // front = most recent
     std::unordered_map<std::string_view, std::list<Entry>::iterator, StringKeyHash, std::equal_to<>>
         map;
@@ -101,6 +122,10 @@ class MemCache {
     return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
   }
   static uint64_t Cost(const Entry& e);
+  // Takes a value the shard drops (its lock held) into s.retired, freed (Reclaim, when enough
+  // have piled up) once every section that may have borrowed it has closed.
+  static void Retire(Shard& s, Value value);
+  static void Reclaim(Shard& s);
   uint64_t Sum(uint64_t Shard::*counter) const;  // of every shard
 
   uint64_t capacity_;

@@ -182,5 +182,151 @@ TEST_CASE("MemCache: concurrent readers and writers", "[mem_cache]") {
   CHECK(cache.bytes() <= (1 << 20));
 }
 
+TEST_CASE("MemCache: a fill never replaces a cached value (a section may borrow it)",
+          "[mem_cache]") {
+  MemCache cache(1 << 20, 1);
+  const uint64_t epoch = cache.Epoch("k");
+  cache.Fill("k", std::optional<std::string>("first reader"), epoch);
+  cache.Fill("k", std::optional<std::string>("second reader"), epoch);  // (same epoch)
+  MemCache::Value v;
+  REQUIRE(cache.GetShared("k", &v));
+  CHECK(*v == "first reader");
+}
+
+TEST_CASE("MemCache: values read in a section are borrowed, outside it owned", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);
+  cache.Put("k", std::make_shared<const std::string>("value"));
+  cache.Put("absent", std::optional<std::string>());
+  MemCache::Value got;
+  REQUIRE(cache.GetShared("k", &got));
+  CHECK(got.use_count() >= 2);  // shares the cache's value
+  {
+    MemCache::ReadSection section;
+    MemCache::Value borrowed;
+    REQUIRE(cache.GetShared("k", &borrowed));
+    CHECK(borrowed.use_count() == 0);  // no reference counted
+    CHECK(*borrowed == "value");
+    CHECK(borrowed.get() == got.get());
+    {
+      MemCache::ReadSection nested;  // (sections nest)
+    }
+    std::string_view keys[] = {"k", "absent", "missing"};
+    MemCache::Value values[3];
+    bool found[3] = {};
+    cache.GetSharedMany(keys, values, found);
+    CHECK((found[0] && found[1] && !found[2]));
+    CHECK(values[0].use_count() == 0);
+    CHECK(*values[0] == "value");
+    CHECK(values[1] == nullptr);
+  }
+  REQUIRE(cache.GetShared("k", &got));
+  CHECK(got.use_count() >= 2);
+}
+
+TEST_CASE(
+    "MemCache: a value evicted or erased while a section may borrow it lives until the section "
+    "ends",
+    "[mem_cache]") {
+  MemCache cache(64 * 1024, 1);  // one shard: every drop below is retired there
+  std::weak_ptr<const std::string> watch;
+  {
+    auto v = std::make_shared<const std::string>(2048, 'a');
+    watch = v;
+    cache.Put("k", v);
+  }
+  auto churn = [&cache](int from) {  // enough drops to reclaim several times
+    for (int i = from; i < from + 300; ++i) {
+      cache.Put(PageKey(i), std::make_shared<const std::string>(2048, 'c'));
+    }
+  };
+  SECTION("replaced, evicted or erased while a section is open") {
+    auto section = std::make_unique<MemCache::ReadSection>();
+    MemCache::Value borrowed;
+    REQUIRE(cache.GetShared("k", &borrowed));
+    // (Put does not replace a value a section may borrow: its caller holds the key's stripe
+    // exclusively, which excludes the key's readers.)
+    if (GENERATE(true, false)) {
+      churn(0);  // evicts "k" (the cache holds ~30 pages)
+    } else {
+      cache.Erase("k");  // e.g. a write that failed
+    }
+    churn(1000);
+    CHECK_FALSE(watch.expired());
+    CHECK(*borrowed == std::string(2048, 'a'));
+    section.reset();
+    churn(2000);
+    CHECK(watch.expired());  // freed once the section closed
+  }
+  SECTION("another thread's open section holds back what is dropped meanwhile") {
+    std::atomic<int> step{0};
+    std::thread reader([&] {
+      MemCache::ReadSection section;
+      step.store(1);
+      while (step.load() != 2) {
+        std::this_thread::yield();
+      }
+    });
+    while (step.load() != 1) {
+      std::this_thread::yield();
+    }
+    cache.Erase("k");
+    churn(0);
+    const bool kept = !watch.expired();
+    step.store(2);
+    reader.join();
+    CHECK(kept);
+    churn(1000);
+    CHECK(watch.expired());
+  }
+}
+
+TEST_CASE("MemCache: borrowed values stay intact while writers replace and evict them",
+          "[mem_cache]") {
+  MemCache cache(256 * 1024, 4);  // ~100 pages of 2 KiB: constant eviction
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&cache, &stop, t] {
+      // Each writer its own keys (as a stripe lock would give it), erased and put again: the
+      // readers' values are dropped by Erase and by eviction.
+      for (int i = 0; !stop.load(); ++i) {
+        const int k = ((i * 13) % 200) * 2 + t;
+        cache.Erase(PageKey(k));
+        cache.Put(PageKey(k),
+                  std::make_shared<const std::string>(2048, static_cast<char>('a' + k % 26)));
+      }
+    });
+  }
+  for (int t = 0; t < 2; ++t) {
+    threads.emplace_back([&cache, &wrong, t] {
+      for (int round = 0; round < 3000; ++round) {
+        MemCache::ReadSection section;
+        std::vector<std::pair<int, MemCache::Value>> held;
+        for (int j = 0; j < 8; ++j) {
+          const int k = (round * 31 + j * 7 + t) % 400;
+          MemCache::Value v;
+          if (cache.GetShared(PageKey(k), &v) && v) {
+            held.emplace_back(k, std::move(v));
+          }
+        }
+        std::this_thread::yield();  // (writers drop some of them meanwhile)
+        for (const auto& [k, v] : held) {
+          if (*v != std::string(2048, static_cast<char>('a' + k % 26))) {
+            wrong.fetch_add(1);
+          }
+        }
+      }
+    });
+  }
+  for (size_t i = 2; i < threads.size(); ++i) {
+    threads[i].join();
+  }
+  stop.store(true);
+  threads[0].join();
+  threads[1].join();
+  CHECK(wrong.load() == 0);
+}
+
 }  // namespace
 }  // namespace cuckood::storage
