@@ -133,19 +133,18 @@ bool PageCache::MayHavePages(uint32_t f) {
 
 PageCache::Page* PageCache::Install(uint32_t f, uint64_t page, MemCache::Value value) {
   const uint64_t want = geo_.PageLength(page, Buckets(f));
-  Page p;
-  if (!value) {
-    p.shared = Zeros(want);
-  } else if (value->size() != want) {
+  if (value && value->size() != want) {
     status_ = Status(Code::kCorruption, "corrupt page: filter " + std::to_string(f) + " page " +
                                             std::to_string(page) + " has " +
                                             std::to_string(value->size()) + " bytes, expected " +
                                             std::to_string(want));
     return nullptr;
-  } else {
-    p.shared = std::move(value);
   }
-  return &pages_.emplace(Id(f, page), std::move(p)).first->second;
+  auto [it, fresh] = pages_.try_emplace(Id(f, page));
+  if (fresh) {  // (a page installed before, e.g. wanted twice, stays as it is)
+    it->second.shared = value ? std::move(value) : Zeros(want);
+  }
+  return &it->second;
 }
 
 PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
@@ -211,6 +210,9 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     }
   }
   std::vector<std::pair<uint32_t, uint64_t>> want;
+  // (pages_ sized once for the candidates instead of growing through every rehash)
+  pages_.reserve(pages_.size() +
+                 std::min<size_t>(items.size() * 2 * meta_->num_filters, kKeepBuffers));
   for (const auto& item : items) {
     for (uint32_t f = 0; f < meta_->num_filters; ++f) {
       uint64_t n = Buckets(f);
@@ -274,8 +276,8 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       auto [f, page] = want[i];
       if (!found[i] && (group_ == nullptr || !group_->Lookup(views[i], &values[i]))) {
         want[kept++] = want[i];
-      } else if (pages_.count(Id(f, page)) == 0) {  // (a page may be wanted twice)
-        ok = Install(f, page, std::move(values[i])) != nullptr;
+      } else {
+        ok = Install(f, page, std::move(values[i])) != nullptr;  // (once if wanted twice)
       }
     }
     values.clear();  // (the pages are referenced from pages_ only)
