@@ -381,21 +381,15 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
   if (src == dst) {
     return !nx;
   }
-  if (nx) {
-    auto d = Exists(ns, dst);
-    if (!d.ok()) {
-      return d.status();
-    }
-    if (*d) {
-      return false;
-    }
-  }
-  Metadata meta = std::move(**m);
-  rocksdb::WriteBatch batch;
   auto replaced = Get(ns, dst);
   if (!replaced.ok()) {
     return replaced.status();
   }
+  if (nx && replaced->has_value()) {
+    return false;
+  }
+  Metadata meta = std::move(**m);
+  rocksdb::WriteBatch batch;
   if (replaced->has_value()) {
     DropAlias(&batch, ns, **replaced);
   }

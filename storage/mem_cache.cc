@@ -29,7 +29,7 @@ SectionDomain g_sections;
 struct ThreadSection {
   int slot = -1;  // -1: none yet, -2: none free
   int depth = 0;  // nested sections
-  bool borrowing = false;
+  bool borrowing() const { return depth > 0 && slot >= 0; }
   ~ThreadSection() {
     if (slot >= 0) {
       g_sections.slots[slot].epoch.store(0, std::memory_order_seq_cst);
@@ -68,15 +68,13 @@ MemCache::ReadSection::ReadSection() {
   }
   g_sections.slots[t.slot].epoch.store(g_sections.epoch.load(std::memory_order_seq_cst),
                                        std::memory_order_seq_cst);
-  t.borrowing = true;
 }
 
 MemCache::ReadSection::~ReadSection() {
   ThreadSection& t = t_section;
-  if (--t.depth > 0 || !t.borrowing) {
+  if (--t.depth > 0 || t.slot < 0) {
     return;
   }
-  t.borrowing = false;
   g_sections.slots[t.slot].epoch.store(0, std::memory_order_seq_cst);
 }
 
@@ -177,7 +175,7 @@ bool MemCache::Find(Shard& s, std::string_view key, Value* value) {
     return false;
   }
   Touch(s, it->second);
-  if (t_section.borrowing) {
+  if (t_section.borrowing()) {
     const Value& v = it->second->value;
     *value = Value(Value(), v.get());  // (aliasing an empty pointer: no reference counted)
   } else {
