@@ -2,7 +2,9 @@
 // and commits dirty pages plus metadata in one WriteBatch. A command that fails writes nothing.
 #include <rocksdb/write_batch.h>
 
+#include <cstring>
 #include <optional>
+#include <span>
 
 #include "storage/db.h"
 #include "storage/page_cache.h"
@@ -21,6 +23,30 @@ std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) 
 }
 
 const Status kWrongType(Code::kWrongType, "");
+
+// Serves core::Exists and core::Count the two candidate buckets of one item in every sub-filter,
+// located beforehand (Db::CfLookup's cached path): no page map, no lookup per read.
+class CandidateAccess final : public core::BucketAccess {
+ public:
+  struct Candidates {
+    uint64_t bucket[2];
+    const uint8_t* bytes[2];
+  };
+  explicit CandidateAccess(const Candidates* per_filter) : per_filter_(per_filter) {}
+  const uint8_t* Read(uint32_t f, uint64_t b) override {
+    const Candidates& c = per_filter_[f];
+    return b == c.bucket[0] ? c.bytes[0] : b == c.bucket[1] ? c.bytes[1] : nullptr;
+  }
+  uint8_t* Write(uint32_t, uint64_t) override { return nullptr; }
+
+ private:
+  const Candidates* per_filter_;
+};
+
+// A lookup through the cached path asks for at most this many pages (larger ones, and long
+// chains, take PageCache::Prefetch, which removes repeats and skips empty sub-filters).
+constexpr size_t kCachedLookupMaxPages = 4096;
+constexpr uint32_t kCachedLookupMaxFilters = 32;
 
 }  // namespace
 
@@ -166,6 +192,131 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   return out;
 }
 
+bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hashes, bool count,
+                      PageCache* fallback, std::vector<uint64_t>* out) {
+  const core::FilterMeta& filter = view.meta.cuckoo.filter;
+  const uint32_t nf = filter.num_filters;
+  const size_t wanted = hashes.size() * 2 * nf;
+  if (nf == 0 || nf > kCachedLookupMaxFilters || wanted > kCachedLookupMaxPages) {
+    return false;
+  }
+  const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
+  thread_local std::vector<uint64_t> buckets_of;               // per sub-filter
+  thread_local std::vector<CandidateAccess::Candidates> cand;  // per item and sub-filter
+  thread_local std::string key_bytes;
+  thread_local std::vector<std::string_view> views;
+  thread_local std::vector<MemCache::Value> values;
+  thread_local std::unique_ptr<bool[]> found;
+  thread_local size_t found_size = 0;
+  thread_local std::string zeros;
+  buckets_of.resize(nf);
+  for (uint32_t f = 0; f < nf; ++f) {
+    buckets_of[f] = core::SubFilterBuckets(filter, f);
+    if (buckets_of[f] == 0) {
+      return false;
+    }
+  }
+  // The cache key of every candidate page: 'p' | page prefix | filter | page (PageCacheKey).
+  const size_t key_len = 1 + view.page_prefix.size() + kPageKeySuffix;
+  key_bytes.resize(wanted * key_len);
+  cand.resize(hashes.size() * nf);
+  size_t k = 0;
+  for (size_t i = 0; i < hashes.size(); ++i) {
+    for (uint32_t f = 0; f < nf; ++f) {
+      auto& c = cand[i * nf + f];
+      const uint64_t n = buckets_of[f];
+      c.bucket[0] = core::PrimaryBucket(hashes[i].hash, n);
+      c.bucket[1] = core::AltBucket(hashes[i].hash, hashes[i].fp, n);
+      for (uint64_t b : c.bucket) {
+        char* key = key_bytes.data() + k * key_len;
+        key[0] = 'p';
+        std::memcpy(key + 1, view.page_prefix.data(), view.page_prefix.size());
+        EncodePageKeySuffix(key + 1 + view.page_prefix.size(), static_cast<uint16_t>(f),
+                            static_cast<uint32_t>(geo.PageOf(b)));
+        ++k;
+      }
+    }
+  }
+  views.resize(wanted);
+  for (size_t j = 0; j < wanted; ++j) {
+    views[j] = std::string_view(key_bytes.data() + j * key_len, key_len);
+  }
+  values.resize(wanted);
+  if (found_size < wanted) {
+    found = std::make_unique<bool[]>(wanted);
+    found_size = wanted;
+  }
+  if (wanted <= 4) {
+    for (size_t j = 0; j < wanted; ++j) {
+      found[j] = mem_.GetShared(views[j], &values[j]);
+    }
+  } else {
+    mem_.GetSharedMany(views, values.data(), found.get());
+  }
+  // Every page must be cached with its expected length; otherwise the pages found are handed to
+  // the page cache, which reads the rest (and reports a page of the wrong length).
+  bool all = true;
+  k = 0;
+  for (size_t i = 0; i < hashes.size() && all; ++i) {
+    for (uint32_t f = 0; f < nf && all; ++f) {
+      auto& c = cand[i * nf + f];
+      for (int side = 0; side < 2; ++side, ++k) {
+        const uint64_t page = geo.PageOf(c.bucket[side]);
+        const uint64_t length = geo.PageLength(page, buckets_of[f]);
+        const MemCache::Value& v = values[k];
+        if (!found[k] || (v && v->size() != length)) {
+          all = false;
+          break;
+        }
+        const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
+        if (v) {
+          c.bytes[side] = reinterpret_cast<const uint8_t*>(v->data()) + off;
+        } else {  // known not stored: zeros
+          if (zeros.size() < length) {
+            zeros.assign(length, '\0');
+          }
+          c.bytes[side] = reinterpret_cast<const uint8_t*>(zeros.data()) + off;
+        }
+        __builtin_prefetch(c.bytes[side]);
+      }
+    }
+  }
+  if (!all) {
+    // The page cache takes the pages found and reads the others, so that no page is asked of
+    // the in-memory cache twice (its hit and miss counts are INFO's).
+    std::vector<std::pair<uint32_t, uint64_t>> missing;
+    for (size_t j = 0; j < wanted; ++j) {
+      const uint32_t f = static_cast<uint32_t>((j / 2) % nf);
+      const uint64_t page = geo.PageOf(cand[j / 2].bucket[j % 2]);
+      if (found[j]) {
+        fallback->Adopt(f, page, std::move(values[j]));
+      } else {
+        missing.emplace_back(f, page);
+      }
+    }
+    values.clear();
+    fallback->Load(std::move(missing));
+    return false;
+  }
+  bool ok = true;
+  for (size_t i = 0; i < hashes.size() && ok; ++i) {
+    CandidateAccess access(&cand[i * nf]);
+    bool io_error = false;
+    (*out)[i] = count ? core::Count(filter, access, hashes[i], &io_error)
+                      : (core::Exists(filter, access, hashes[i], &io_error) ? 1 : 0);
+    ok = !io_error;
+  }
+  values.clear();  // (borrowed: valid while the caller's section is open)
+  if (wanted > kCachedLookupMaxPages / 4) {
+    // (a large lookup's buffers are not kept by the thread)
+    std::string().swap(key_bytes);
+    std::vector<std::string_view>().swap(views);
+    std::vector<MemCache::Value>().swap(values);
+    std::vector<CandidateAccess::Candidates>().swap(cand);
+  }
+  return ok;  // (an unusable filter: the page cache's path reports it)
+}
+
 StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
                                              const std::vector<std::string_view>& items,
                                              bool count) {
@@ -194,6 +345,9 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   MemCache::ReadSection section;
   PageCache cache(engine_, ro.snapshot, &(*m)->page_prefix, &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_);
+  if (ro.snapshot == nullptr && LookupCached(**m, hashes, count, &cache, &out)) {
+    return out;
+  }
   cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {
     bool io_error = false;

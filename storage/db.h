@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -151,6 +152,12 @@ class Db {
   StatusOr<std::optional<Metadata>> GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
                                             std::string_view key);
   std::string PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const;
+  // CfLookup when every candidate page is in the in-memory cache (the caller holds the key's
+  // stripe shared and has a MemCache::ReadSection open): the answers go to *out without a page
+  // map, and true is returned. Otherwise the pages found are handed to fallback and false is
+  // returned.
+  bool LookupCached(const MetaView& view, std::span<const core::ItemHash> hashes, bool count,
+                    class PageCache* fallback, std::vector<uint64_t>* out);
   StatusOr<Metadata> NewFilter(uint64_t capacity, uint16_t bucket_size, uint16_t max_iterations,
                                uint16_t expansion, const CfSettings& settings);
   core::Limits LimitsFor(const Metadata& meta, const CfSettings& settings) const;

@@ -250,6 +250,15 @@ void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page) {
   PutBE<uint32_t>(key, page);
 }
 
+void EncodePageKeySuffix(char* out, uint16_t filter, uint32_t page) {
+  out[0] = static_cast<char>(filter >> 8);
+  out[1] = static_cast<char>(filter);
+  out[2] = static_cast<char>(page >> 24);
+  out[3] = static_cast<char>(page >> 16);
+  out[4] = static_cast<char>(page >> 8);
+  out[5] = static_cast<char>(page);
+}
+
 bool DecodePageKey(std::string_view raw, PageKeyParts* out) {
   if (raw.size() < 8) {
     return false;

@@ -103,6 +103,8 @@ std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t pag
 // EncodePageKey built), so one buffer serves many pages of a filter.
 constexpr size_t kPageKeySuffix = 6;
 void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page);
+// The same suffix written to out[0, kPageKeySuffix).
+void EncodePageKeySuffix(char* out, uint16_t filter, uint32_t page);
 
 struct PageKeyParts {
   uint16_t ns = 0;

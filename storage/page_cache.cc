@@ -242,8 +242,6 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
       break;
     }
   }
-  std::vector<uint64_t> epochs;
-  std::vector<std::string> cache_keys;
   if (mem_ != nullptr && want.size() > 4) {
     // Pages in the in-memory cache need no read at all (usually all of them: only the misses
     // are sorted for the MultiGet). More than a few pages are looked up together, with one lock
@@ -274,8 +272,8 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     bool ok = true;
     for (size_t i = 0; i < n && ok; ++i) {
       auto [f, page] = want[i];
-      if (!found[i] && (group_ == nullptr || !group_->Lookup(views[i], &values[i]))) {
-        want[kept++] = want[i];
+      if (!found[i]) {
+        want[kept++] = want[i];  // (Load asks the write group)
       } else {
         ok = Install(f, page, std::move(values[i])) != nullptr;  // (once if wanted twice)
       }
@@ -301,7 +299,7 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
         continue;
       }
       MemCache::Value cached;
-      if (CacheGet(CacheKeyOf(f, page), &cached)) {
+      if (mem_->GetShared(CacheKeyOf(f, page), &cached)) {  // (Load asks the write group)
         if (Install(f, page, std::move(cached)) == nullptr) {
           return;
         }
@@ -311,11 +309,35 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
     }
     want.resize(kept);
   }
+  Load(std::move(want));
+}
+
+void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
+  if (!status_.ok()) {
+    return;
+  }
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
+  size_t kept = 0;
+  for (auto [f, page] : want) {
+    if (pages_.count(Id(f, page)) != 0) {
+      continue;
+    }
+    MemCache::Value grouped;
+    if (group_ != nullptr && group_->Lookup(CacheKeyOf(f, page), &grouped)) {
+      if (Install(f, page, std::move(grouped)) == nullptr) {
+        return;
+      }
+      continue;
+    }
+    want[kept++] = {f, page};
+  }
+  want.resize(kept);
   if (want.empty()) {
     return;
   }
+  std::vector<uint64_t> epochs;
+  std::vector<std::string> cache_keys;
   std::vector<std::string> keys;
   keys.reserve(want.size());
   for (auto [f, page] : want) {

@@ -46,6 +46,15 @@ class PageCache final : public core::BucketAccess {
   // reader sees one consistent state.
   void Prefetch(std::span<const core::ItemHash> items, bool all = false);
 
+  // Loads pages the caller did not find in the in-memory cache: from the thread's write group,
+  // or from RocksDB in one MultiGet (pages already held are skipped).
+  void Load(std::vector<std::pair<uint32_t, uint64_t>> pages);
+  // Takes a page the caller already found in the in-memory cache (value nullptr: known not
+  // stored), so Prefetch does not look it up again. A page of the wrong length sets status().
+  void Adopt(uint32_t f, uint64_t page, MemCache::Value value) {
+    (void)Install(f, page, std::move(value));
+  }
+
   const uint8_t* Read(uint32_t f, uint64_t b) override;
   uint8_t* Write(uint32_t f, uint64_t b) override;
   uint64_t NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_buckets) override;

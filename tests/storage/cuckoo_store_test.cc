@@ -726,3 +726,77 @@ TEST_CASE("a lookup of more items than the filter has pages answers as one looku
     }
   }
 }
+
+TEST_CASE("lookups answer the same whether their pages are cached, partly cached or not",
+          "[cuckoo][meta]") {
+  // Db::CfLookup answers from the in-memory cache alone when it holds every candidate page, and
+  // otherwise through the page cache (which reads the rest from RocksDB). Both must agree with a
+  // Db that has no in-memory cache, for chains of sub-filters, both bucket sizes, and pages that
+  // were never stored (zeros).
+  TestDb t;
+  Db& db = t.db();
+  Db nocache(&t.engine(), 64, 0);
+  const CfSettings settings = SmallPages(64);
+  const uint16_t bucket_size = GENERATE(2, 4);
+  REQUIRE(db.CfReserve(0, "f", Reserve(300, bucket_size, 2), settings).ok());
+  const auto stored = Items::Make("in-", 0, 900);
+  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
+  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters >= 2);
+  REQUIRE(db.CfReserve(0, "sparse", Reserve(100000, bucket_size), settings).ok());
+  REQUIRE(db.CfInsert(0, "sparse", {"only"}, false, true, 0, settings).ok());
+
+  auto probe = Items::Make("in-", 0, 900);
+  const auto absent = Items::Make("out-", 0, 300);
+  probe.views.insert(probe.views.end(), absent.views.begin(), absent.views.end());
+  const std::vector<std::string_view> few(probe.views.begin(), probe.views.begin() + 40);
+  const std::vector<std::string_view> one = {probe.views[7]};
+
+  for (const char* key : {"f", "sparse"}) {
+    for (bool count : {false, true}) {
+      for (const std::vector<std::string_view>* items :
+           std::initializer_list<const std::vector<std::string_view>*>{&one, &few, &probe.views}) {
+        auto expected = nocache.CfLookup(0, key, *items, count);
+        REQUIRE(expected.ok());
+        if (std::string_view(key) == "f" && items != &probe.views) {
+          for (uint64_t v : *expected) {
+            CHECK(v >= 1);  // (the first items are stored)
+          }
+        }
+        db.cache().Clear();
+        // Cold: every page is read; then warm for a part (the first items), then for all.
+        const uint64_t loaded_before = db.pages_loaded();
+        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        CHECK(db.pages_loaded() > loaded_before);
+        db.cache().Clear();
+        REQUIRE(db.CfLookup(0, key, std::vector<std::string_view>{items->front()}, count).ok());
+        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        const uint64_t loaded_warm = db.pages_loaded();
+        const uint64_t misses_warm = db.cache().misses();
+        const uint64_t hits_warm = db.cache().hits();
+        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        CHECK(db.pages_loaded() == loaded_warm);
+        CHECK(db.cache().misses() == misses_warm);
+        CHECK(db.cache().hits() > hits_warm);
+      }
+    }
+  }
+}
+
+TEST_CASE("a partly cached lookup asks the in-memory cache for each page once", "[cuckoo][meta]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(4096), settings).ok());
+  const auto stored = Items::Make("in-", 0, 1000);
+  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
+  db.cache().Clear();
+  const auto warm = Items::Make("in-", 0, 10);
+  REQUIRE(db.CfLookup(0, "f", warm.views, false).ok());
+  const auto probe = Items::Make("in-", 0, 50);
+  const uint64_t asked_before = db.cache().hits() + db.cache().misses();
+  const uint64_t loaded_before = db.pages_loaded();
+  REQUIRE(*db.CfLookup(0, "f", probe.views, false) == std::vector<uint64_t>(50, 1));
+  // Two candidate pages per item in the one sub-filter: each looked up once, hit or miss.
+  CHECK(db.cache().hits() + db.cache().misses() - asked_before == 100);
+  CHECK(db.pages_loaded() > loaded_before);
+}
