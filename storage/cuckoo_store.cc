@@ -168,6 +168,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   auto& filter = meta.cuckoo.filter;
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
                   &mem_);
+  cache.ChangeGroupPagesInPlace();
   cache.Prefetch(hashes);
   const core::Limits limits = LimitsFor(meta, settings);
   out.results.reserve(hashes.size());

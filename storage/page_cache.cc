@@ -57,7 +57,13 @@ bool PageCache::CacheGet(std::string_view cache_key, MemCache::Value* value) {
          (group_ != nullptr && group_->Lookup(cache_key, value));
 }
 
-PageCache::~PageCache() = default;
+PageCache::~PageCache() {
+  // Changes made in place in the write group's pages and not added (a failed command) are
+  // undone, newest first.
+  for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
+    std::memcpy(it->at, undo_bytes_.data() + it->offset, it->length);
+  }
+}
 
 rocksdb::ReadOptions PageCache::ReadOpts() const {
   rocksdb::ReadOptions ro;
@@ -142,6 +148,7 @@ PageCache::Page* PageCache::Install(uint32_t f, uint64_t page, MemCache::Value v
   }
   auto [it, fresh] = pages_.try_emplace(Id(f, page));
   if (fresh) {  // (a page installed before, e.g. wanted twice, stays as it is)
+    it->second.in_group = in_place_ && value && group_->Owns(value.get());
     it->second.shared = value ? std::move(value) : Zeros(want);
   }
   return &it->second;
@@ -384,7 +391,9 @@ const uint8_t* PageCache::Read(uint32_t f, uint64_t b) {
 void PageCache::MarkDirty(Page* p) {
   if (!p->dirty) {
     p->dirty = true;
-    if (p->shared) {
+    if (p->in_group) {
+      // (changed in place: the group keeps the bytes from before it)
+    } else if (p->shared) {
       // Copy on write: the shared bytes become the "before" image.
       p->bytes.assign(*p->shared);
       p->before = std::move(p->shared);
@@ -403,6 +412,13 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
   }
   MarkDirty(p);
   uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
+  if (p->in_group) {
+    // The group's value is a mutable string (see AddDirtyTo), held by the group.
+    char* at = const_cast<char*>(p->shared->data()) + off;
+    undo_.push_back({at, undo_bytes_.size(), meta_->bucket_size});
+    undo_bytes_.append(at, meta_->bucket_size);
+    return reinterpret_cast<uint8_t*>(at);
+  }
   return reinterpret_cast<uint8_t*>(p->bytes.data()) + off;
 }
 
@@ -585,6 +601,28 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   for (auto* entry : dirty) {
     const uint64_t id = entry->first;
     Page& page = entry->second;
+    if (page.in_group && group != nullptr) {
+      // Changed in place: the group's value already has the new bytes, unless they are all
+      // zeros now (not stored).
+      if (AllZero(*page.shared)) {
+        auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
+                                 static_cast<uint32_t>(id & 0xffffffffULL));
+        group->AddPage(prefix_, PageCacheKey(key), nullptr, nullptr, false);
+        page.in_group = false;
+      } else if (scanned_ && (id >> 32) < stored_.size()) {
+        stored_[id >> 32] = true;
+      }
+      page.dirty = false;
+      continue;
+    }
+    if (page.in_group) {
+      // (Not expected: a page changed in place written outside the group, whole.)
+      page.bytes.assign(*page.shared);
+      page.shared.reset();
+      page.before.reset();
+      page.whole = true;
+      page.in_group = false;
+    }
     const std::string* before = page.before.get();
     const bool zero = AllZero(page.bytes);
     const bool unchanged =
@@ -594,8 +632,9 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
                                static_cast<uint32_t>(id & 0xffffffffULL));
       MemCache::Value after;  // nullptr: all zeros, not stored
       if (!zero) {
-        // The page becomes shared with the cache (no copy) and stays readable here.
-        after = std::make_shared<const std::string>(std::move(page.bytes));
+        // The page becomes shared with the cache (no copy) and stays readable here. (A mutable
+        // string: the write group's next commands may change it in place, see Owns.)
+        after = std::make_shared<std::string>(std::move(page.bytes));
         page.bytes.clear();
         page.shared = after;
         if (scanned_ && (id >> 32) < stored_.size()) {
@@ -616,6 +655,8 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     page.before.reset();
   }
   dirty_pages_ = 0;
+  undo_.clear();  // (the changes made in place are the group's now)
+  undo_bytes_.clear();
 }
 
 void PageCache::Publish() {

@@ -46,6 +46,12 @@ class PageCache final : public core::BucketAccess {
   // reader sees one consistent state.
   void Prefetch(std::span<const core::ItemHash> items, bool all = false);
 
+  // For a command that runs in the thread's write group (Db::CfInsert): a page the group has
+  // already changed (WriteGroup::Owns) is changed in place instead of copied, with an undo
+  // record of each bucket it hands out for writing; AddDirty keeps the changes, and a cache
+  // destroyed without AddDirty (a failed command) restores the buckets. Not for commands that
+  // Checkpoint.
+  void ChangeGroupPagesInPlace() { in_place_ = group_ != nullptr; }
   // Loads pages the caller did not find in the in-memory cache: from the thread's write group,
   // or from RocksDB in one MultiGet (pages already held are skipped).
   void Load(std::vector<std::pair<uint32_t, uint64_t>> pages);
@@ -101,7 +107,8 @@ class PageCache final : public core::BucketAccess {
     std::string bytes;
     MemCache::Value before;  // the bytes when first made dirty (to write only what changed)
     bool dirty = false;
-    bool whole = false;  // replaced without reading: written in full
+    bool whole = false;     // replaced without reading: written in full
+    bool in_group = false;  // shared is the write group's newest value, changed in place
     const char* data() const { return shared ? shared->data() : bytes.data(); }
     size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
@@ -150,6 +157,16 @@ class PageCache final : public core::BucketAccess {
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
   MemCache::Value zeros_;  // Zeros() of the full page length
   std::string key_buf_;    // CacheKeyOf's buffer
+  bool in_place_ = false;  // see ChangeGroupPagesInPlace
+  // The buckets handed out for writing in the write group's pages: where, and their bytes
+  // before (at undo_bytes_[offset], length bytes), in order.
+  struct Undo {
+    char* at;
+    size_t offset;
+    size_t length;
+  };
+  std::vector<Undo> undo_;
+  std::string undo_bytes_;
   bool scanned_ = false;
   std::vector<bool> stored_;  // per sub-filter, after the scan: has stored pages (or dirty ones)
   // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.

@@ -1,6 +1,7 @@
 #include "storage/write_group.h"
 
 #include <algorithm>
+#include <bit>
 
 #include "storage/page_merge.h"
 
@@ -57,6 +58,92 @@ WriteGroup* WriteGroup::Current() {
   return t_group;
 }
 
+bool WriteGroup::PointerSet::contains(const void* p) const {
+  if (slots_.empty()) {
+    return false;
+  }
+  const auto key = reinterpret_cast<uintptr_t>(p);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Slot(key);; i = (i + 1) & mask) {
+    if (slots_[i] == key) {
+      return true;
+    }
+    if (slots_[i] == kEmpty) {
+      return false;
+    }
+  }
+}
+
+void WriteGroup::PointerSet::insert(const void* p) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    Grow();
+  }
+  const auto key = reinterpret_cast<uintptr_t>(p);
+  const size_t mask = slots_.size() - 1;
+  size_t reuse = SIZE_MAX;
+  for (size_t i = Slot(key);; i = (i + 1) & mask) {
+    if (slots_[i] == key) {
+      return;
+    }
+    if (slots_[i] == kErased && reuse == SIZE_MAX) {
+      reuse = i;
+    }
+    if (slots_[i] == kEmpty) {
+      if (reuse == SIZE_MAX) {
+        reuse = i;
+        ++used_;
+      }
+      slots_[reuse] = key;
+      return;
+    }
+  }
+}
+
+void WriteGroup::PointerSet::erase(const void* p) {
+  if (slots_.empty()) {
+    return;
+  }
+  const auto key = reinterpret_cast<uintptr_t>(p);
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Slot(key);; i = (i + 1) & mask) {
+    if (slots_[i] == key) {
+      slots_[i] = kErased;
+      return;
+    }
+    if (slots_[i] == kEmpty) {
+      return;
+    }
+  }
+}
+
+void WriteGroup::PointerSet::clear() {
+  if (used_ > 0) {
+    std::fill(slots_.begin(), slots_.end(), kEmpty);
+    used_ = 0;
+  }
+}
+
+void WriteGroup::PointerSet::Grow() {
+  std::vector<uintptr_t> old;
+  old.swap(slots_);
+  size_t live = 0;
+  for (uintptr_t v : old) {
+    live += v > kErased ? 1 : 0;
+  }
+  size_t size = 64;
+  while (size < (live + 1) * 4) {
+    size *= 2;
+  }
+  slots_.assign(size, kEmpty);
+  shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
+  used_ = 0;
+  for (uintptr_t v : old) {
+    if (v > kErased) {
+      insert(reinterpret_cast<const void*>(v));
+    }
+  }
+}
+
 bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) const {
   if (changes_.empty()) {
     return false;
@@ -83,8 +170,12 @@ void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
     c.before = std::move(before);
   } else {
     c.whole = c.whole || whole;  // (keeps the state from before the group)
+    owned_.erase(c.after.get());
   }
   c.after = std::move(after);
+  if (c.after) {
+    owned_.insert(c.after.get());
+  }
 }
 
 void WriteGroup::AddMeta(std::string cache_key, MemCache::Value value) {
@@ -104,6 +195,7 @@ void WriteGroup::Seal() {
     return;
   }
   sealed_ = true;
+  owned_.clear();  // (the values are encoded into the write below: no longer changed in place)
   pending_ = Engine::PendingWrite();
   if (!failed_.ok() || changes_.empty()) {
     return;
@@ -184,6 +276,7 @@ void WriteGroup::Abandon() {
   EraseFromCache();
   changes_.clear();
   prefixes_.clear();
+  owned_.clear();
 }
 
 }  // namespace cuckood::storage

@@ -22,10 +22,12 @@
 #include <rocksdb/write_batch.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "storage/engine.h"
 #include "storage/mem_cache.h"
@@ -70,6 +72,13 @@ class WriteGroup {
   // all zeros, not stored).
   void AddPage(std::string_view page_prefix, std::string cache_key, MemCache::Value before,
                MemCache::Value after, bool whole);
+  // Whether value is the newest bytes of a page this group changed, and the group is not
+  // sealed: the next command of the group may then change those bytes in place (it holds the
+  // page's stripe, so nobody else reads them, and the group's write is not encoded yet). The
+  // page values AddPage receives must be mutable objects (made as std::string, not const).
+  bool Owns(const std::string* value) const {
+    return value != nullptr && !sealed_ && owned_.contains(value);
+  }
   // A metadata record's new value (nullptr = deleted).
   void AddMeta(std::string cache_key, MemCache::Value value);
   // Whether this group changed a page of that filter.
@@ -96,6 +105,27 @@ class WriteGroup {
   WriteGroup* previous_;
   std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
   std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
+  // A set of pointers in one array (open addressing, linear probing): asked for every page a
+  // grouped writer reads, where a node-based set cost 8% of a CF.INSERT.
+  class PointerSet {
+   public:
+    bool contains(const void* p) const;
+    void insert(const void* p);
+    void erase(const void* p);
+    void clear();
+
+   private:
+    static constexpr uintptr_t kEmpty = 0;
+    static constexpr uintptr_t kErased = 1;
+    size_t Slot(uintptr_t p) const {
+      return static_cast<size_t>((p * 0x9E3779B97F4A7C15ULL) >> shift_);
+    }
+    void Grow();
+    std::vector<uintptr_t> slots_;
+    size_t used_ = 0;  // slots not empty (live or erased)
+    unsigned shift_ = 64;
+  };
+  PointerSet owned_;  // the pages' newest values (see Owns)
   Status failed_;
   uint64_t generation_;  // Engine::generation() when the group started reading
   bool sealed_ = false;

@@ -4,6 +4,8 @@
 #include "storage/write_group.h"
 
 #include <catch2/catch.hpp>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -267,6 +269,105 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   CHECK(Add(db, "f", lost[0]) == core::InsertResult::kInserted);
   CHECK(Stored(db, "f", {lost[0]}) == std::vector<uint64_t>{1});
   engine.Close();
+}
+
+TEST_CASE("a group's multi-item inserts store the same bytes as without a group", "[write_group]") {
+  // Later commands of a group change the pages the group already changed in place; the result
+  // must be what the same commands store one by one.
+  const auto items = Items(3000, "multi-");
+  auto run = [&](TestDb& t, bool grouped) {
+    auto& db = t.db();
+    REQUIRE(db.CfReserve(0, "f", Reserve(2000, 4), SmallPages()).ok());
+    std::optional<WriteGroup> group;
+    if (grouped) {
+      group.emplace(&t.engine(), &db.cache());
+    }
+    for (size_t i = 0; i < items.size(); i += 50) {
+      std::vector<std::string_view> batch(items.begin() + i, items.begin() + i + 50);
+      REQUIRE(db.CfInsert(0, "f", batch, /*nx=*/i % 200 == 0, false, 0, SmallPages()).ok());
+      REQUIRE(db.CfDelete(0, "f", items[i + 7], SmallPages()).ok());
+      if (grouped && i % 1000 == 950) {
+        REQUIRE(group->Commit().ok());
+      }
+    }
+    if (grouped) {
+      REQUIRE(group->Commit().ok());
+    }
+  };
+  TestDb plain;
+  TestDb grouped;
+  run(plain, false);
+  run(grouped, true);
+  CheckSamePages(plain.engine(), grouped.engine());
+  CHECK(grouped.db().CfInfo(0, "f")->size == plain.db().CfInfo(0, "f")->size);
+  CHECK(grouped.db().CfInfo(0, "f")->cuckoo.filter.num_filters > 1);
+  CHECK(Cached(grouped.db(), "f", items) == Stored(plain.db(), "f", items));
+}
+
+TEST_CASE("a failed command of a group leaves the group's pages as they were", "[write_group]") {
+  // The first item of the failing command lands on a page the group has changed (so it is
+  // changed in place); the second item's page is corrupt in RocksDB, so the command fails.
+  const CfSettings settings = SmallPages(64);
+  uint64_t buckets = 0;
+  {
+    TestDb probe;
+    REQUIRE(probe.db().CfReserve(0, "f", Reserve(100000), settings).ok());
+    buckets = core::SubFilterBuckets(probe.db().CfInfo(0, "f")->cuckoo.filter, 0);
+  }
+  const uint64_t per_page = 32;
+  const auto first = Items(40, "early-");
+  std::set<uint64_t> written;  // pages of the first items' primary buckets (a sparse filter)
+  for (const auto& item : first) {
+    written.insert(core::PrimaryBucket(core::HashItem(item).hash, buckets) / per_page);
+  }
+  auto pages_of = [&](const std::string& item) {
+    auto h = core::HashItem(item);
+    const uint64_t b1 = core::PrimaryBucket(h.hash, buckets);
+    return std::pair(b1 / per_page, core::AltBucket(h.hash, h.fp, buckets) / per_page);
+  };
+  std::string good;
+  std::string bad;
+  for (int i = 0; good.empty() || bad.empty(); ++i) {
+    const std::string item = "probe-" + std::to_string(i);
+    auto [p1, p2] = pages_of(item);
+    if (good.empty() && written.count(p1) != 0) {
+      good = item;
+    } else if (bad.empty() && written.count(p1) == 0 && written.count(p2) == 0 &&
+               p1 != pages_of(good.empty() ? item : good).second) {
+      bad = item;
+    }
+  }
+  auto run = [&](TestDb& t, bool grouped) {
+    auto& db = t.db();
+    REQUIRE(db.CfReserve(0, "f", Reserve(100000), settings).ok());
+    const std::string corrupt = EncodePageKey(FilterPrefix(db, 0, "f"), 0, pages_of(bad).first);
+    REQUIRE(t.engine()
+                .db()
+                ->Put(rocksdb::WriteOptions(), t.engine().pages_cf(), corrupt, std::string(5, 'x'))
+                .ok());
+    std::optional<WriteGroup> group;
+    if (grouped) {
+      group.emplace(&t.engine(), &db.cache());
+    }
+    std::vector<std::string_view> views(first.begin(), first.end());
+    REQUIRE(db.CfInsert(0, "f", views, false, true, 0, settings).ok());
+    auto failed = db.CfInsert(0, "f", {good, bad}, false, true, 0, settings);
+    CHECK(failed.status().code() == Code::kCorruption);
+    CHECK(Cached(db, "f", {good}) == std::vector<uint64_t>{0});
+    CHECK(Cached(db, "f", first) == std::vector<uint64_t>(first.size(), 1));
+    REQUIRE(db.CfInsert(0, "f", {"after-0", "after-1"}, false, true, 0, settings).ok());
+    if (grouped) {
+      REQUIRE(group->Commit().ok());
+    }
+    REQUIRE(t.engine().db()->Delete(rocksdb::WriteOptions(), t.engine().pages_cf(), corrupt).ok());
+  };
+  TestDb plain;
+  TestDb grouped;
+  run(plain, false);
+  run(grouped, true);
+  CheckSamePages(plain.engine(), grouped.engine());
+  CHECK(Stored(grouped.db(), "f", {good}) == std::vector<uint64_t>{0});
+  CHECK(grouped.db().CfInfo(0, "f")->size == first.size() + 2);
 }
 
 }  // namespace
