@@ -254,6 +254,11 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   } else {
     mem_.GetSharedMany(views, values.data(), found.get());
   }
+  // Never-stored pages read as zeros: one buffer of a full page serves them all (sized before
+  // any pointer into it is taken).
+  if (zeros.size() < geo.page_bytes) {
+    zeros.assign(geo.page_bytes, '\0');
+  }
   // Every page must be cached with its expected length; otherwise the pages found are handed to
   // the page cache, which reads the rest (and reports a page of the wrong length).
   bool all = true;
@@ -273,9 +278,6 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
         if (v) {
           c.bytes[side] = reinterpret_cast<const uint8_t*>(v->data()) + off;
         } else {  // known not stored: zeros
-          if (zeros.size() < length) {
-            zeros.assign(length, '\0');
-          }
           c.bytes[side] = reinterpret_cast<const uint8_t*>(zeros.data()) + off;
         }
         __builtin_prefetch(c.bytes[side]);

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/filter.h"
@@ -799,4 +800,35 @@ TEST_CASE("a partly cached lookup asks the in-memory cache for each page once", 
   // Two candidate pages per item in the one sub-filter: each looked up once, hit or miss.
   CHECK(db.cache().hits() + db.cache().misses() - asked_before == 100);
   CHECK(db.pages_loaded() > loaded_before);
+}
+
+TEST_CASE("never-stored pages of different lengths read as zeros in one cached lookup",
+          "[cuckoo][pages]") {
+  // Bucket size 3 in 64-byte pages: 21 buckets a page, and the last page of 1,024 buckets holds
+  // 16 (48 bytes). A lookup whose first never-stored page is that short one, and whose next ones
+  // are full, must not read the short one's zeros from a buffer the full ones replaced. (Run on
+  // a new thread: the cached lookup keeps its buffers per thread.)
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  REQUIRE(db.CfReserve(0, "f", Reserve(3072, 3), settings).ok());
+  REQUIRE(core::SubFilterBuckets(db.CfInfo(0, "f")->cuckoo.filter, 0) == 1024);
+  std::vector<std::string> items = {ItemWithPrimary(1020, 1024, "short-")};
+  for (uint64_t b : {0, 100, 500, 900}) {
+    items.push_back(ItemWithPrimary(b, 1024, "full-"));
+  }
+  const std::vector<std::string_view> views(items.begin(), items.end());
+  const std::vector<uint64_t> none(items.size(), 0);
+  // The first lookup reads RocksDB and leaves the pages in the cache as "not stored".
+  REQUIRE(*db.CfLookup(0, "f", views, false) == none);
+  const uint64_t loaded = db.pages_loaded();
+  std::vector<uint64_t> exists;
+  std::vector<uint64_t> counts;
+  std::thread([&] {
+    exists = *db.CfLookup(0, "f", views, false);
+    counts = *db.CfLookup(0, "f", views, true);
+  }).join();
+  CHECK(db.pages_loaded() == loaded);  // (answered from the cache)
+  CHECK(exists == none);
+  CHECK(counts == none);
 }
