@@ -244,12 +244,6 @@ std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t pag
   return out;
 }
 
-void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page) {
-  key->resize(key->size() - kPageKeySuffix);
-  PutBE<uint16_t>(key, filter);
-  PutBE<uint32_t>(key, page);
-}
-
 void EncodePageKeySuffix(char* out, uint16_t filter, uint32_t page) {
   out[0] = static_cast<char>(filter >> 8);
   out[1] = static_cast<char>(filter);
@@ -257,6 +251,10 @@ void EncodePageKeySuffix(char* out, uint16_t filter, uint32_t page) {
   out[3] = static_cast<char>(page >> 16);
   out[4] = static_cast<char>(page >> 8);
   out[5] = static_cast<char>(page);
+}
+
+void SetPageKeySuffix(std::string* key, uint16_t filter, uint32_t page) {
+  EncodePageKeySuffix(key->data() + key->size() - kPageKeySuffix, filter, page);
 }
 
 bool DecodePageKey(std::string_view raw, PageKeyParts* out) {
