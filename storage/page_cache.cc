@@ -36,6 +36,7 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot,
       meta_(meta),
       geo_(page_size, meta->bucket_size),
       mem_(snapshot == nullptr ? mem : nullptr),
+      fill_block_cache_(mem == nullptr || mem->capacity() == 0),
       group_(WriteGroup::For(mem_)) {}
 
 std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
@@ -68,6 +69,7 @@ PageCache::~PageCache() {
 rocksdb::ReadOptions PageCache::ReadOpts() const {
   rocksdb::ReadOptions ro;
   ro.snapshot = snapshot_;
+  ro.fill_cache = fill_block_cache_;
   if (snapshot_ == nullptr) {
     engine_->Settle();  // (RocksDB is read: it must hold what the cache may already show)
   }

@@ -153,6 +153,11 @@ class PageCache final : public core::BucketAccess {
   Status status_;
   std::function<void(rocksdb::WriteBatch*)> on_checkpoint_;
   MemCache* mem_;
+  // Whether RocksDB's block cache keeps the blocks this cache reads: not when the server has an
+  // in-memory cache (it holds the pages; a second copy in the block cache cost memory and its
+  // insertions and evictions, and lookups of filters larger than memory got slower), also for
+  // the snapshot readers' one pass over a filter.
+  bool fill_block_cache_;
   class WriteGroup* group_;  // open on this thread for this cache (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
   MemCache::Value zeros_;  // Zeros() of the full page length

@@ -400,3 +400,32 @@ TEST_CASE("CF.COMPACT of a large sub-filter commits in several batches and loses
   }
   CHECK(AllPages(t.engine()).size() == stored_before);
 }
+
+TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block cache too",
+          "[page_cache]") {
+  TestDb t;
+  Db& db = t.db();
+  // 131,072 buckets of 2 bytes: 128 pages of 2 KiB, every one written by 20,000 items.
+  REQUIRE(db.CfReserve(0, "f", Reserve(262144), CfSettings{}).ok());
+  const auto items = Items::Make("bc-", 0, 20000);
+  REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, CfSettings{}).ok());
+  REQUIRE(t.engine().Flush().ok());  // (reads now come from an SST file's data blocks)
+
+  // Through the server's in-memory cache: the pages land there, not in the block cache.
+  db.cache().Clear();
+  const uint64_t before = t.engine().Stats().block_cache_usage;
+  const uint64_t loaded = db.pages_loaded();
+  REQUIRE(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(items.views.size(), 1));
+  REQUIRE(db.pages_loaded() - loaded == 128);
+  const uint64_t with_cache = t.engine().Stats().block_cache_usage - before;
+
+  // Without an in-memory cache (cache-size 0) the block cache is the only cache: it keeps the
+  // data blocks of the same pages (128 pages' changes, at least ~64 KiB).
+  Db uncached(&t.engine(), 64, 0);
+  const uint64_t before_uncached = t.engine().Stats().block_cache_usage;
+  REQUIRE(*uncached.CfLookup(0, "f", items.views, false) ==
+          std::vector<uint64_t>(items.views.size(), 1));
+  const uint64_t without_cache = t.engine().Stats().block_cache_usage - before_uncached;
+  CHECK(without_cache >= 64 * 1024);
+  CHECK(with_cache < without_cache / 8);
+}
