@@ -473,8 +473,10 @@ StatusOr<ScanDumpChunk> Db::CfScanDump(uint16_t ns, std::string_view key, int64_
   if (!range) {
     return out;
   }
+  // (&mem_: not read through with a snapshot, but a pass over the whole filter then stays out
+  // of RocksDB's block cache too)
   PageCache cache(engine_, snap.get(), PagePrefix(ns, key, meta), &meta.cuckoo.filter,
-                  meta.cuckoo.page_size);
+                  meta.cuckoo.page_size, &mem_);
   std::string bytes;
   auto s = cache.ReadRange(range->filter, range->offset, range->length, &bytes);
   if (!s.ok()) {

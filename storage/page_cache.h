@@ -155,8 +155,8 @@ class PageCache final : public core::BucketAccess {
   MemCache* mem_;
   // Whether RocksDB's block cache keeps the blocks this cache reads: not when the server has an
   // in-memory cache (it holds the pages; a second copy in the block cache cost memory and its
-  // insertions and evictions, and lookups of filters larger than memory got slower), also for
-  // the snapshot readers' one pass over a filter.
+  // insertions and evictions, and lookups of filters larger than memory got slower); nor for a
+  // snapshot reader of such a server (SCANDUMP, lookups while CF.COMPACT holds the key).
   bool fill_block_cache_;
   class WriteGroup* group_;  // open on this thread for this cache (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;

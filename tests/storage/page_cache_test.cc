@@ -410,6 +410,7 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   const auto items = Items::Make("bc-", 0, 20000);
   REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, CfSettings{}).ok());
   REQUIRE(t.engine().Flush().ok());  // (reads now come from an SST file's data blocks)
+  constexpr size_t kFilterBytes = 128 * 2048;
 
   // Through the server's in-memory cache: the pages land there, not in the block cache.
   db.cache().Clear();
@@ -418,6 +419,20 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   REQUIRE(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(items.views.size(), 1));
   REQUIRE(db.pages_loaded() - loaded == 128);
   const uint64_t with_cache = t.engine().Stats().block_cache_usage - before;
+  // Nor does a SCANDUMP of the whole filter (it reads a snapshot, page by page).
+  const uint64_t before_dump = t.engine().Stats().block_cache_usage;
+  size_t dumped = 0;
+  for (int64_t iter = 0;;) {
+    auto chunk = db.CfScanDump(0, "f", iter);
+    REQUIRE(chunk.ok());
+    if (chunk->next == 0) {
+      break;
+    }
+    dumped += chunk->data->size();
+    iter = chunk->next;
+  }
+  REQUIRE(dumped >= kFilterBytes);
+  const uint64_t with_cache_dump = t.engine().Stats().block_cache_usage - before_dump;
 
   // Without an in-memory cache (cache-size 0) the block cache is the only cache: it keeps the
   // data blocks of the same pages (128 pages' changes, at least ~64 KiB).
@@ -428,4 +443,6 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   const uint64_t without_cache = t.engine().Stats().block_cache_usage - before_uncached;
   CHECK(without_cache >= 64 * 1024);
   CHECK(with_cache < without_cache / 8);
+  CHECK(with_cache_dump < without_cache / 8);
+  CHECK(with_cache_dump < 16 * 1024);  // (the filter's data blocks are ~115 KB)
 }
