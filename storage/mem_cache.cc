@@ -13,7 +13,7 @@ std::atomic<uint64_t> next_cache_id{1};
 // Epoch-based reclamation of borrowed values. A thread in a section publishes in its slot the
 // epoch it entered at (0 = not in a section). A value dropped by the cache is tagged with the
 // epoch of the drop; it is freed once every slot is 0 or holds a later epoch: a section entered
-// after the drop cannot find the value any more (it left the shard's map first, under the
+// after the drop cannot find the value any more (it left the shard's index first, under the
 // shard's lock, which the section's lookups take after publishing the slot).
 struct alignas(64) SectionSlot {
   std::atomic<uint64_t> epoch{0};
@@ -120,12 +120,12 @@ MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
 }
 
 uint64_t MemCache::Cost(const Entry& e) {
-  return e.key.size() + (e.value ? e.value->size() : 0) + 64;  // 64: list node + map slot
+  return e.key.size() + (e.value ? e.value->size() : 0) + 64;  // 64: list node + index slots
 }
 
 size_t MemCache::ShardIndex(std::string_view key) const {
   // A cheap mix of the key's last 8 bytes (page keys end with the page index, metadata keys
-  // with the key name); the shard's map hashes the whole key.
+  // with the key name); the shard's index hashes the whole key.
   uint64_t tail = 0;
   const size_t n = std::min<size_t>(key.size(), 8);
   std::memcpy(&tail, key.data() + key.size() - n, n);
@@ -140,7 +140,7 @@ size_t MemCache::ShardIndex(std::string_view key) const {
 }
 
 void MemCache::Touch(Shard& s, std::list<Entry>::iterator it) {
-  if (s.inserts - it->stamp > s.map.size() / 4) {
+  if (s.inserts - it->stamp > s.index.size() / 4) {
     s.lru.splice(s.lru.begin(), s.lru, it);
     it->stamp = s.inserts;
   }
@@ -165,21 +165,22 @@ bool MemCache::GetShared(std::string_view key, Value* value, uint64_t* epoch) {
   if (epoch != nullptr) {
     *epoch = s.epoch.load(std::memory_order_relaxed);
   }
-  return Find(s, key, value);
+  return Find(s, key, Index::Hash(key), value);
 }
 
-bool MemCache::Find(Shard& s, std::string_view key, Value* value) {
-  auto it = s.map.find(key);
-  if (it == s.map.end()) {
+bool MemCache::Find(Shard& s, std::string_view key, uint64_t hash, Value* value) {
+  EntryIt* found = s.index.Find(hash, key);
+  if (found == nullptr) {
     ++s.misses;
     return false;
   }
-  Touch(s, it->second);
+  const EntryIt it = *found;
+  Touch(s, it);
   if (t_section.borrowing()) {
-    const Value& v = it->second->value;
+    const Value& v = it->value;
     *value = Value(Value(), v.get());  // (aliasing an empty pointer: no reference counted)
   } else {
-    *value = it->second->value;
+    *value = it->value;
   }
   ++s.hits;
   return true;
@@ -190,12 +191,15 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
   thread_local std::vector<uint32_t> shard_of;
   thread_local std::vector<uint32_t> order;
   thread_local std::vector<uint32_t> start;
+  thread_local std::vector<uint64_t> hashes;
   const size_t n = keys.size();
   shard_of.resize(n);
   order.resize(n);
+  hashes.resize(n);
   start.assign(shards_.size() + 1, 0);
   for (size_t i = 0; i < n; ++i) {
     shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
+    hashes[i] = Index::Hash(keys[i]);
     ++start[shard_of[i] + 1];
   }
   for (size_t k = 1; k < start.size(); ++k) {
@@ -210,14 +214,20 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     const uint32_t shard = shard_of[order[pos]];
     Shard& s = *shards_[shard];
     std::lock_guard lock(s.mu);
-    for (; pos < n && shard_of[order[pos]] == shard; ++pos) {
+    const size_t end = start[shard];
+    // The run's slots are asked for together: their cache misses overlap.
+    for (size_t p = pos; p < end; ++p) {
+      s.index.Prefetch(hashes[order[p]]);
+    }
+    for (; pos < end; ++pos) {
       const uint32_t i = order[pos];
-      found[i] = Find(s, keys[i], &values[i]);
+      found[i] = Find(s, keys[i], hashes[i], &values[i]);
     }
   }
   if (n > 16384) {  // (a huge lookup's buffers are not kept by the thread)
     std::vector<uint32_t>().swap(shard_of);
     std::vector<uint32_t>().swap(order);
+    std::vector<uint64_t>().swap(hashes);
   }
 }
 
@@ -236,29 +246,29 @@ uint64_t MemCache::Epoch(std::string_view key) {
   return s.epoch;
 }
 
-void MemCache::Insert(Shard& s, std::string_view key, Value value) {
+void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value) {
   if (shard_capacity_ == 0) {
     return;
   }
   ++s.inserts;
-  auto it = s.map.find(key);
-  if (it != s.map.end()) {
-    s.bytes -= Cost(*it->second);
+  if (EntryIt* found = s.index.Find(hash, key)) {
+    const EntryIt it = *found;
+    s.bytes -= Cost(*it);
     // (Not retired: Put's caller holds the key's stripe exclusively, so no section borrows
     // the key's value now; Fill does not replace.)
-    it->second->value = std::move(value);
-    s.bytes += Cost(*it->second);
-    s.lru.splice(s.lru.begin(), s.lru, it->second);
-    it->second->stamp = s.inserts;
+    it->value = std::move(value);
+    s.bytes += Cost(*it);
+    s.lru.splice(s.lru.begin(), s.lru, it);
+    it->stamp = s.inserts;
   } else {
-    s.lru.push_front(Entry{std::string(key), std::move(value), s.inserts});
-    s.map.emplace(s.lru.front().key, s.lru.begin());
+    s.lru.push_front(Entry{std::string(key), hash, std::move(value), s.inserts});
+    s.index.Insert(hash, s.lru.begin());
     s.bytes += Cost(s.lru.front());
   }
   while (s.bytes > shard_capacity_ && !s.lru.empty()) {
     auto& victim = s.lru.back();
     s.bytes -= Cost(victim);
-    s.map.erase(victim.key);
+    s.index.Erase(victim.hash, victim.key);
     Retire(s, std::move(victim.value));
     s.lru.pop_back();
   }
@@ -274,10 +284,11 @@ void MemCache::Fill(std::string_view key, Value value, uint64_t epoch) {
   if (s.epoch != epoch) {
     return;  // a writer changed this shard since the caller read RocksDB
   }
-  if (s.map.count(key) != 0) {
+  const uint64_t hash = Index::Hash(key);
+  if (s.index.Find(hash, key) != nullptr) {
     return;  // filled by another reader meanwhile (a borrowed value must not be replaced)
   }
-  Insert(s, key, std::move(value));
+  Insert(s, key, hash, std::move(value));
 }
 
 void MemCache::Put(std::string_view key, std::optional<std::string> value) {
@@ -288,18 +299,18 @@ void MemCache::Put(std::string_view key, Value value) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
   ++s.epoch;
-  Insert(s, key, std::move(value));
+  Insert(s, key, Index::Hash(key), std::move(value));
 }
 
 void MemCache::Erase(std::string_view key) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
   ++s.epoch;
-  auto it = s.map.find(key);
-  if (it != s.map.end()) {
-    auto entry = it->second;
+  const uint64_t hash = Index::Hash(key);
+  if (EntryIt* found = s.index.Find(hash, key)) {
+    const EntryIt entry = *found;
     s.bytes -= Cost(*entry);
-    s.map.erase(it);
+    s.index.Erase(hash, key);
     Retire(s, std::move(entry->value));
     s.lru.erase(entry);
   }
@@ -309,7 +320,7 @@ void MemCache::Clear() {
   for (auto& s : shards_) {
     std::lock_guard lock(s->mu);
     ++s->epoch;
-    s->map.clear();
+    s->index.Clear();
     for (auto& e : s->lru) {
       Retire(*s, std::move(e.value));
     }

@@ -24,6 +24,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "storage/hash_index.h"
+
 namespace cuckood::storage {
 
 // Hash of string keys that also finds them by string_view (heterogeneous lookup: no copy of
@@ -93,17 +95,22 @@ class MemCache {
  private:
   struct Entry {
     std::string key;
+    uint64_t hash = 0;  // Index::Hash(key)
     Value value;
     uint64_t stamp = 0;  // the shard's insert count when the entry last moved to the front
   };
+  using EntryIt = std::list<Entry>::iterator;
+  struct EntryKey {
+    std::string_view operator()(EntryIt it) const { return it->key; }
+  };
+  using Index = HashIndex<EntryIt, EntryKey>;
   struct Shard {
     std::mutex mu;
     // Values dropped while a section may have borrowed them, with the section epoch of the drop.
     std::vector<std::pair<uint64_t, Value>> retired;
     uint64_t retired_bytes = 0;
     std::list<Entry> lru;  // front = most recent
-    std::unordered_map<std::string_view, std::list<Entry>::iterator, StringKeyHash, std::equal_to<>>
-        map;
+    Index index;
     uint64_t bytes = 0;
     std::atomic<uint64_t> epoch{0};  // written under mu, read also without it (Version)
     uint64_t hits = 0;  // (counted per shard, under mu: no counter shared by every thread)
@@ -114,10 +121,10 @@ class MemCache {
   // it last moved there: hot entries stay near the front without a list splice on every hit.
   static void Touch(Shard& s, std::list<Entry>::iterator it);
   // A lookup in shard s, whose lock the caller holds (counts the hit or miss).
-  static bool Find(Shard& s, std::string_view key, Value* value);
+  static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }
   size_t ShardIndex(std::string_view key) const;
-  void Insert(Shard& s, std::string_view key, Value value);
+  void Insert(Shard& s, std::string_view key, uint64_t hash, Value value);
   static Value Share(std::optional<std::string> value) {
     return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
   }
