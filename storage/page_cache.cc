@@ -14,10 +14,6 @@ constexpr uint64_t kCheckpointDirtyPages = 2048;  // ~4 MiB of 2 KiB pages per b
 constexpr size_t kCheckpointCachedPages = 16384;
 constexpr uint32_t kSkipScanMin = 32;  // cf-max-expansions' default: longer chains are unusual
 
-bool AllZero(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
-}
-
 }  // namespace
 
 PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
@@ -606,7 +602,7 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     if (page.in_group && group != nullptr) {
       // Changed in place: the group's value already has the new bytes, unless they are all
       // zeros now (not stored).
-      if (AllZero(*page.shared)) {
+      if (AllZeroBytes(*page.shared)) {
         auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
                                  static_cast<uint32_t>(id & 0xffffffffULL));
         group->AddPage(prefix_, PageCacheKey(key), nullptr, nullptr, false);
@@ -626,9 +622,9 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
       page.in_group = false;
     }
     const std::string* before = page.before.get();
-    const bool zero = AllZero(page.bytes);
+    const bool zero = AllZeroBytes(page.bytes);
     const bool unchanged =
-        !page.whole && before != nullptr && (zero ? AllZero(*before) : *before == page.bytes);
+        !page.whole && before != nullptr && (zero ? AllZeroBytes(*before) : *before == page.bytes);
     if (!unchanged) {
       auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
                                static_cast<uint32_t>(id & 0xffffffffULL));

@@ -16,6 +16,9 @@
 
 namespace cuckood::storage {
 
+// Whether every byte of s is 0 (a page that is not stored: it reads as zeros).
+bool AllZeroBytes(std::string_view s);
+
 // Builds the operand that turns `before` into `after` (same length). Returns false when a whole
 // page is cheaper to write than the runs (the caller then Puts `after`).
 bool EncodePageDelta(std::string_view before, std::string_view after, std::string* operand);

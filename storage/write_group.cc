@@ -10,16 +10,12 @@ namespace {
 
 thread_local WriteGroup* t_group = nullptr;
 
-bool AllZero(std::string_view s) {
-  return std::all_of(s.begin(), s.end(), [](char c) { return c == 0; });
-}
-
 }  // namespace
 
 bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
                   const std::string* before, const std::string* after, bool whole) {
-  const bool was_zero = before == nullptr || AllZero(*before);
-  if (after == nullptr || AllZero(*after)) {
+  const bool was_zero = before == nullptr || AllZeroBytes(*before);
+  if (after == nullptr || AllZeroBytes(*after)) {
     if (!whole && was_zero) {
       return false;  // was not stored and still is not
     }

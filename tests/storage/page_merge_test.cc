@@ -41,6 +41,38 @@ TEST_CASE("a page delta carries only the changed bytes and rebuilds the page") {
   }
 }
 
+TEST_CASE("a one-byte change anywhere in a page is found and carried alone") {
+  // Every position, so every alignment of the 64- and 8-byte skips over unchanged bytes.
+  std::mt19937 rng(7);
+  std::string before(2048, '\0');
+  for (auto& c : before) {
+    c = static_cast<char>(rng() % 4 == 0 ? rng() : 0);
+  }
+  for (size_t pos = 0; pos < before.size(); ++pos) {
+    std::string after = before;
+    after[pos] = static_cast<char>(after[pos] ^ 0x5a);
+    std::string operand;
+    REQUIRE(EncodePageDelta(before, after, &operand));
+    CHECK(operand.size() == 4 + 4 + 2 + 1);  // page length, offset, run length, the byte
+    std::string merged;
+    REQUIRE(Merge(&before, {operand}, &merged));
+    REQUIRE(merged == after);
+  }
+}
+
+TEST_CASE("AllZeroBytes finds a set byte at any position and length") {
+  for (size_t len : {0, 1, 7, 8, 63, 64, 65, 127, 200, 2048}) {
+    std::string s(len, '\0');
+    CHECK(AllZeroBytes(s));
+    for (size_t pos = 0; pos < len; ++pos) {
+      s[pos] = 1;
+      REQUIRE_FALSE(AllZeroBytes(s));
+      s[pos] = 0;
+    }
+  }
+  CHECK(AllZeroBytes(std::string_view()));
+}
+
 TEST_CASE("successive page deltas apply in order, later bytes winning") {
   std::mt19937 rng(7);
   std::string page(2040, '\0');
