@@ -1,0 +1,110 @@
+"""The in-memory page cache must never change an answer: the same random session of CF commands
+gets byte-identical replies from a server without the cache (cache-size 0), one whose cache is so
+small that almost every page is evicted again at once, and one with the default cache. The
+session pipelines its commands (so writes share write groups), spans filters that grow
+sub-filters, and ends with every filter's SCANDUMP; the servers are then restarted and compared
+again."""
+import random
+
+from cuckood_testlib import RawClient, encode
+
+FILTERS = ["f%d" % i for i in range(6)]
+CACHES = ["0", "65536", "1048576", "268435456"]
+
+
+def random_session(seed, commands):
+    rng = random.Random(seed)
+    out = []
+    for i, name in enumerate(FILTERS):
+        bucket = [1, 2, 4][i % 3]
+        out.append(["CF.RESERVE", name, str(rng.choice([50, 200, 1000])), "BUCKETSIZE",
+                    str(bucket), "MAXITERATIONS", "20", "EXPANSION", str(rng.choice([1, 2]))])
+    for _ in range(commands):
+        name = rng.choice(FILTERS + ["auto%d" % rng.randrange(2)])
+        item = "i%d" % rng.randrange(3000)
+        r = rng.random()
+        if r < 0.25:
+            out.append(["CF.ADD", name, item])
+        elif r < 0.32:
+            out.append(["CF.ADDNX", name, item])
+        elif r < 0.42:
+            items = ["i%d" % rng.randrange(3000) for _ in range(rng.randrange(1, 40))]
+            cmd = rng.choice(["CF.INSERT", "CF.INSERTNX"])
+            out.append([cmd, name, "ITEMS"] + items)
+        elif r < 0.55:
+            out.append(["CF.DEL", name, item])
+        elif r < 0.72:
+            out.append(["CF.EXISTS", name, item])
+        elif r < 0.82:
+            out.append(["CF.MEXISTS", name] + ["i%d" % rng.randrange(3000) for _ in range(20)])
+        elif r < 0.92:
+            out.append(["CF.COUNT", name, item])
+        else:
+            out.append(["CF.INFO", name])
+    return out
+
+
+def run_pipelined(port, commands, batch=64):
+    client = RawClient(port)
+    replies = []
+    try:
+        for start in range(0, len(commands), batch):
+            chunk = commands[start:start + batch]
+            client.send_raw(b"".join(encode(c) for c in chunk))
+            replies.extend(client.read_reply() for _ in chunk)
+    finally:
+        client.close()
+    return replies
+
+
+def dump_all(port):
+    """Every filter's SCANDUMP chunks and its CF.INFO, as raw replies."""
+    client = RawClient(port)
+    out = []
+    try:
+        for name in FILTERS + ["auto0", "auto1"]:
+            out.append(client.call("CF.INFO", name))
+            cursor = b"0"
+            for _ in range(100000):
+                reply = client.call("CF.SCANDUMP", name, cursor)
+                out.append(reply)
+                # *2\r\n:<cursor>\r\n...: the next cursor is the first element
+                cursor = reply.split(b"\r\n")[1][1:]
+                if cursor == b"0":
+                    break
+    finally:
+        client.close()
+    return out
+
+
+def info_field(reply, field):
+    at = reply.find(field + b"\r\n:")
+    if at < 0:
+        return None
+    start = at + len(field) + 3
+    return int(reply[start:reply.index(b"\r\n", start)])
+
+
+def test_replies_do_not_depend_on_the_in_memory_cache(fresh_server, tmp_path):
+    servers = [fresh_server("--cache-size", c, data_dir=tmp_path / ("data-" + c)) for c in CACHES]
+    session = random_session(seed=20261202, commands=6000)
+    expected = run_pipelined(servers[0].port, session)
+    # The session does exercise the filters: items land, get deleted, and filters grow.
+    assert expected.count(b":1\r\n") > 1000
+    assert max(info_field(r, b"Number of filters") or 0 for r in expected) > 1
+    for srv, cache in zip(servers[1:], CACHES[1:]):
+        got = run_pipelined(srv.port, session)
+        for i, (want, have) in enumerate(zip(expected, got)):
+            assert have == want, "cache-size %s, command %d %r" % (cache, i, session[i][:3])
+    dumps = dump_all(servers[0].port)
+    for srv in servers[1:]:
+        assert dump_all(srv.port) == dumps
+    # The same after a restart: what each server stored is the same, whatever it cached.
+    for srv in servers:
+        srv.restart()
+    for srv in servers:
+        assert dump_all(srv.port) == dumps
+    more = random_session(seed=7, commands=2000)[len(FILTERS):]  # (the filters exist already)
+    expected = run_pipelined(servers[0].port, more)
+    for srv in servers[1:]:
+        assert run_pipelined(srv.port, more) == expected
