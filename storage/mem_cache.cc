@@ -246,12 +246,16 @@ uint64_t MemCache::Epoch(std::string_view key) {
   return s.epoch;
 }
 
-void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value) {
+void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value, bool replace) {
   if (shard_capacity_ == 0) {
     return;
   }
+  EntryIt* found = s.index.Find(hash, key);
+  if (found != nullptr && !replace) {
+    return;
+  }
   ++s.inserts;
-  if (EntryIt* found = s.index.Find(hash, key)) {
+  if (found != nullptr) {
     const EntryIt it = *found;
     s.bytes -= Cost(*it);
     // (Not retired: Put's caller holds the key's stripe exclusively, so no section borrows
@@ -284,11 +288,8 @@ void MemCache::Fill(std::string_view key, Value value, uint64_t epoch) {
   if (s.epoch != epoch) {
     return;  // a writer changed this shard since the caller read RocksDB
   }
-  const uint64_t hash = Index::Hash(key);
-  if (s.index.Find(hash, key) != nullptr) {
-    return;  // filled by another reader meanwhile (a borrowed value must not be replaced)
-  }
-  Insert(s, key, hash, std::move(value));
+  // (Filled by another reader meanwhile: kept, since a section may have borrowed it.)
+  Insert(s, key, Index::Hash(key), std::move(value), /*replace=*/false);
 }
 
 void MemCache::Put(std::string_view key, std::optional<std::string> value) {
@@ -299,7 +300,7 @@ void MemCache::Put(std::string_view key, Value value) {
   Shard& s = ShardOf(key);
   std::lock_guard lock(s.mu);
   ++s.epoch;
-  Insert(s, key, Index::Hash(key), std::move(value));
+  Insert(s, key, Index::Hash(key), std::move(value), /*replace=*/true);
 }
 
 void MemCache::Erase(std::string_view key) {

@@ -21,7 +21,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include "storage/hash_index.h"
@@ -124,7 +123,8 @@ class MemCache {
   static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }
   size_t ShardIndex(std::string_view key) const;
-  void Insert(Shard& s, std::string_view key, uint64_t hash, Value value);
+  // Adds or (replace) replaces key's value, then evicts down to the shard's capacity.
+  void Insert(Shard& s, std::string_view key, uint64_t hash, Value value, bool replace);
   static Value Share(std::optional<std::string> value) {
     return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
   }

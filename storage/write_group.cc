@@ -14,9 +14,8 @@ thread_local WriteGroup* t_group = nullptr;
 
 bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
                   const std::string* before, const std::string* after, bool whole) {
-  const bool was_zero = before == nullptr || AllZeroBytes(*before);
   if (after == nullptr || AllZeroBytes(*after)) {
-    if (!whole && was_zero) {
+    if (!whole && (before == nullptr || AllZeroBytes(*before))) {
       return false;  // was not stored and still is not
     }
     (void)batch->Delete(cf, key);
