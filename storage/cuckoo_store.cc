@@ -60,8 +60,7 @@ Status Db::CommitFilter(PageCache* cache, const std::string& meta_key, const Met
     if (cache != nullptr) {
       cache->AddDirty(group);
     }
-    group->AddMeta(MetaCacheKey(meta_key),
-                   std::make_shared<const std::string>(EncodeMetadata(meta)));
+    group->AddMeta(MetaCacheKey(meta_key), std::make_shared<std::string>(EncodeMetadata(meta)));
     return Status::Ok();
   }
   rocksdb::WriteBatch batch;
@@ -169,7 +168,11 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
                   &mem_);
   cache.ChangeGroupPagesInPlace();
-  cache.Prefetch(hashes);
+  if (nx) {
+    cache.Prefetch(hashes);  // (the item is looked for first, in every candidate bucket)
+  } else {
+    cache.PrefetchForInsert(hashes);
+  }
   const core::Limits limits = LimitsFor(meta, settings);
   out.results.reserve(hashes.size());
   bool changed = created;

@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "storage/buffer_pool.h"
 #include "storage/format.h"
 #include "storage/page_merge.h"
 
@@ -314,7 +315,11 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
       return Status(Code::kIoError, "cannot create directory " + options.dir + ": " + ec.message());
     }
   }
-  e->cache_ = rocksdb::NewLRUCache(options.block_cache_bytes);
+  rocksdb::LRUCacheOptions cache_opts;
+  cache_opts.capacity = options.block_cache_bytes;
+  // Every data block read from an SST file (cached or not) is allocated through it.
+  cache_opts.memory_allocator = NewBlockAllocator();
+  e->cache_ = rocksdb::NewLRUCache(cache_opts);
   e->statistics_ = rocksdb::CreateDBStatistics();
   e->filter_context_ = std::make_shared<FilterContext>();
 

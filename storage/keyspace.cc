@@ -295,7 +295,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
       return Engine::FromRocks(s);
     }
     if (s.ok()) {
-      raw = std::make_shared<const std::string>(std::move(value));
+      raw = std::make_shared<std::string>(std::move(value));
     }
     mem_.Fill(ck, raw, epoch);
   }

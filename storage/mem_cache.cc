@@ -5,6 +5,8 @@
 #include <utility>
 #include <vector>
 
+#include "storage/buffer_pool.h"
+
 namespace cuckood::storage {
 
 namespace {
@@ -101,13 +103,16 @@ void MemCache::Reclaim(Shard& s) {
     }
   }
   // Freed: values dropped before the oldest open section was entered.
-  std::erase_if(s.retired, [&s, oldest](const auto& r) {
+  size_t kept = 0;
+  for (auto& r : s.retired) {
     if (r.first >= oldest) {
-      return false;
+      s.retired[kept++] = std::move(r);
+    } else {
+      s.retired_bytes -= r.second->size();
+      RecycleValue(std::move(r.second));
     }
-    s.retired_bytes -= r.second->size();
-    return true;
-  });
+  }
+  s.retired.resize(kept);
 }
 
 MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
@@ -260,7 +265,7 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
     s.bytes -= Cost(*it);
     // (Not retired: Put's caller holds the key's stripe exclusively, so no section borrows
     // the key's value now; Fill does not replace.)
-    it->value = std::move(value);
+    RecycleValue(std::exchange(it->value, std::move(value)));
     s.bytes += Cost(*it);
     s.lru.splice(s.lru.begin(), s.lru, it);
     it->stamp = s.inserts;

@@ -38,7 +38,10 @@ class MemCache {
  public:
   explicit MemCache(uint64_t capacity_bytes, size_t shards = 64);
 
-  using Value = std::shared_ptr<const std::string>;  // nullptr = known absent
+  // nullptr = known absent. Values are made as mutable strings (std::make_shared<std::string>):
+  // a value the cache drops while it is the value's only owner gives its buffer back for reuse
+  // (storage/buffer_pool.h), which writes it again.
+  using Value = std::shared_ptr<const std::string>;
 
   // While a ReadSection is open on a thread, GetShared and GetSharedMany hand out borrowed
   // values: they point at the cache's bytes without owning them (no reference count is
@@ -126,7 +129,7 @@ class MemCache {
   // Adds or (replace) replaces key's value, then evicts down to the shard's capacity.
   void Insert(Shard& s, std::string_view key, uint64_t hash, Value value, bool replace);
   static Value Share(std::optional<std::string> value) {
-    return value ? std::make_shared<const std::string>(std::move(*value)) : nullptr;
+    return value ? std::make_shared<std::string>(std::move(*value)) : nullptr;
   }
   static uint64_t Cost(const Entry& e);
   // Takes a value the shard drops (its lock held) into s.retired, freed (Reclaim, when enough

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "storage/buffer_pool.h"
 #include "storage/page_merge.h"
 #include "storage/write_group.h"
 
@@ -91,11 +92,11 @@ bool PageCache::OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const {
 MemCache::Value PageCache::Zeros(uint64_t length) {
   if (length == geo_.page_bytes) {
     if (!zeros_) {
-      zeros_ = std::make_shared<const std::string>(length, '\0');
+      zeros_ = std::make_shared<std::string>(length, '\0');
     }
     return zeros_;
   }
-  return std::make_shared<const std::string>(length, '\0');
+  return std::make_shared<std::string>(length, '\0');
 }
 
 bool PageCache::MayHavePages(uint32_t f) {
@@ -173,14 +174,16 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
     }
     epoch = mem_->Epoch(ck);
   }
-  std::string value;
+  std::string value = EmptyPageBuffer();
   auto s = engine_->db()->Get(
       ReadOpts(), engine_->pages_cf(),
       EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)), &value);
   ++pages_loaded_;
   MemCache::Value stored;
   if (s.ok()) {
-    stored = std::make_shared<const std::string>(std::move(value));
+    stored = std::make_shared<std::string>(std::move(value));
+  } else {
+    RecyclePageBuffer(std::move(value));
   }
   if (mem_ != nullptr && (s.ok() || s.IsNotFound())) {
     mem_->Fill(ck, stored, epoch);
@@ -194,9 +197,46 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
 
 namespace {
 constexpr size_t kKeepBuffers = 16384;  // pages of one lookup whose buffers a thread keeps
+constexpr size_t kKeepSlices = 1024;    // RocksDB result slices a thread keeps (~2 MiB)
 }  // namespace
 
 void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
+  PrefetchCandidates(items, all, /*primary_of_newest=*/false);
+}
+
+void PageCache::PrefetchForInsert(std::span<const core::ItemHash> items) {
+  const uint32_t nf = meta_->num_filters;
+  const uint64_t n = nf == 0 ? 0 : Buckets(nf - 1);
+  if (n == 0) {
+    Prefetch(items);  // (unusable metadata: core::Insert answers it)
+    return;
+  }
+  PrefetchCandidates(items, /*all=*/false, /*primary_of_newest=*/true);
+  if (!status_.ok()) {
+    return;
+  }
+  const uint32_t f = nf - 1;
+  std::vector<core::ItemHash> full;
+  for (const auto& item : items) {
+    const uint64_t b = core::PrimaryBucket(item.hash, n);
+    if (pages_.find(Id(f, geo_.PageOf(b))) == pages_.end()) {
+      continue;  // (beyond the cap of one prefetch)
+    }
+    const uint8_t* bucket = Read(f, b);
+    if (bucket == nullptr) {
+      return;
+    }
+    if (std::memchr(bucket, 0, meta_->bucket_size) == nullptr) {
+      full.push_back(item);
+    }
+  }
+  if (!full.empty()) {
+    PrefetchCandidates(full, /*all=*/false, /*primary_of_newest=*/false);
+  }
+}
+
+void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool all,
+                                   bool primary_of_newest) {
   const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
   // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter), most
   // are repeats: each page is wanted once (a bitmap over the filter's pages). Otherwise repeats
@@ -218,16 +258,19 @@ void PageCache::Prefetch(std::span<const core::ItemHash> items, bool all) {
   // (pages_ sized once for the candidates instead of growing through every rehash)
   pages_.reserve(pages_.size() +
                  std::min<size_t>(items.size() * 2 * meta_->num_filters, kKeepBuffers));
+  const uint32_t first_filter = primary_of_newest ? meta_->num_filters - 1 : 0;
+  const size_t per_filter = primary_of_newest ? 1 : 2;
   for (const auto& item : items) {
-    for (uint32_t f = 0; f < meta_->num_filters; ++f) {
+    for (uint32_t f = first_filter; f < meta_->num_filters; ++f) {
       uint64_t n = Buckets(f);
       if (n == 0 || !MayHavePages(f)) {
         continue;  // (pages of sub-filters without stored pages are zeros: Fetch makes them)
       }
-      uint64_t b1 = core::PrimaryBucket(item.hash, n);
-      uint64_t b2 = core::AltBucket(b1, item.fp, n);
-      for (uint64_t b : {b1, b2}) {
-        uint64_t page = geo_.PageOf(b);
+      // (as core::Exists and core::Insert compute them)
+      const uint64_t candidates[2] = {core::PrimaryBucket(item.hash, n),
+                                      core::AltBucket(item.hash, item.fp, n)};
+      for (size_t c = 0; c < per_filter; ++c) {
+        uint64_t page = geo_.PageOf(candidates[c]);
         if (!seen.empty()) {
           const uint64_t bit = first_page[f] + page;
           if (seen[bit]) {
@@ -353,7 +396,23 @@ void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
     }
   }
   std::vector<rocksdb::Slice> slices(keys.begin(), keys.end());
-  std::vector<rocksdb::PinnableSlice> values(keys.size());
+  // Kept by the thread: a page RocksDB merges is built in its slice's own string, whose buffer
+  // is then reused instead of allocated for every page of every read.
+  thread_local std::vector<rocksdb::PinnableSlice> values;
+  if (values.size() < keys.size()) {
+    values.resize(keys.size());
+  }
+  struct Release {
+    size_t n;
+    ~Release() {
+      for (size_t i = 0; i < n; ++i) {
+        values[i].Reset();  // (unpins RocksDB's blocks; the slice's own buffer stays)
+      }
+      if (values.size() > kKeepSlices) {
+        values.resize(kKeepSlices);  // (each keeps up to a page's buffer)
+      }
+    }
+  } release{keys.size()};
   std::vector<rocksdb::Status> statuses(keys.size());
   engine_->db()->MultiGet(ReadOpts(), engine_->pages_cf(), keys.size(), slices.data(),
                           values.data(), statuses.data(), /*sorted_input=*/true);
@@ -362,7 +421,7 @@ void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
     auto [f, page] = want[i];
     MemCache::Value stored;
     if (statuses[i].ok()) {
-      stored = std::make_shared<const std::string>(values[i].ToStringView());
+      stored = std::make_shared<std::string>(PageBuffer(values[i].ToStringView()));
     }
     if (mem_ != nullptr && (statuses[i].ok() || statuses[i].IsNotFound())) {
       mem_->Fill(cache_keys[i], stored, epochs[i]);
@@ -393,11 +452,14 @@ void PageCache::MarkDirty(Page* p) {
       // (changed in place: the group keeps the bytes from before it)
     } else if (p->shared) {
       // Copy on write: the shared bytes become the "before" image.
+      if (p->bytes.capacity() < p->shared->size()) {
+        p->bytes = EmptyPageBuffer();
+      }
       p->bytes.assign(*p->shared);
       p->before = std::move(p->shared);
       p->shared.reset();
     } else if (!p->whole) {
-      p->before = std::make_shared<const std::string>(p->bytes);
+      p->before = std::make_shared<std::string>(PageBuffer(p->bytes));
     }
     ++dirty_pages_;
   }

@@ -45,6 +45,12 @@ class PageCache final : public core::BucketAccess {
   // every key at one sequence number). Writers cap the number of pages; all = no cap, so a
   // reader sees one consistent state.
   void Prefetch(std::span<const core::ItemHash> items, bool all = false);
+  // The same for inserts without NX (core::Insert), which store an item in the first bucket
+  // with a free slot, the newest sub-filter's first: its primary bucket's page is loaded for
+  // every item, and the other candidate pages only for the items whose primary bucket has no
+  // free slot then. Below a high load, one page per item instead of two (or more with several
+  // sub-filters); a page needed after all is read when it is used.
+  void PrefetchForInsert(std::span<const core::ItemHash> items);
 
   // For a command that runs in the thread's write group (Db::CfInsert): a page the group has
   // already changed (WriteGroup::Owns) is changed in place instead of copied, with an undo
@@ -86,7 +92,7 @@ class PageCache final : public core::BucketAccess {
   void AddPublish(std::string cache_key, std::optional<std::string> value) {
     publish_.emplace_back(
         std::move(cache_key),
-        value ? std::make_shared<const std::string>(std::move(*value)) : MemCache::Value());
+        value ? std::make_shared<std::string>(std::move(*value)) : MemCache::Value());
   }
   bool dirty() const { return dirty_pages_ > 0; }
   // Called with every intermediate Checkpoint batch so it also carries the current metadata
@@ -130,6 +136,9 @@ class PageCache final : public core::BucketAccess {
   static uint64_t Id(uint32_t f, uint64_t page) { return (static_cast<uint64_t>(f) << 32) | page; }
   uint64_t Buckets(uint32_t f);
   Page* Fetch(uint32_t f, uint64_t page);
+  // Prefetch's work: the candidates of each item (primary_of_newest: only the primary bucket's
+  // page in the newest sub-filter).
+  void PrefetchCandidates(std::span<const core::ItemHash> items, bool all, bool primary_of_newest);
   // Adds a page read from the cache or RocksDB to pages_ (value nullptr: not stored, all
   // zeros); nullptr (status_ set) when its length is wrong.
   Page* Install(uint32_t f, uint64_t page, MemCache::Value value);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <bit>
 
+#include "storage/buffer_pool.h"
 #include "storage/page_merge.h"
 
 namespace cuckood::storage {
@@ -42,7 +43,7 @@ WriteGroup::~WriteGroup() {
   if (pending_.ticket != 0) {         // sealed and queued, not yet waited for
     (void)engine_->Await(&pending_);  // (the writing thread must be done with it)
     if (pending_.status.ok()) {
-      changes_.clear();
+      ClearCommitted();
     }
   }
   Abandon();
@@ -261,10 +262,20 @@ Status WriteGroup::Commit() {
     Abandon();
     return s;
   }
-  changes_.clear();
+  ClearCommitted();
   prefixes_.clear();
   generation_ = engine_->generation();
   return Status::Ok();
+}
+
+void WriteGroup::ClearCommitted() {
+  // The pages' bytes from before the group are mostly held by nobody else now (the cache holds
+  // the new ones): their buffers serve the next pages read or copied on this thread.
+  for (auto& [ck, c] : changes_) {
+    RecycleValue(std::move(c.before));
+    RecycleValue(std::move(c.after));
+  }
+  changes_.clear();
 }
 
 void WriteGroup::Abandon() {

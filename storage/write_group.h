@@ -97,6 +97,7 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
+  void ClearCommitted();  // changes_, once stored
   void EraseFromCache() const;
   static void OnWriteFailed(void* group);
 

@@ -34,7 +34,7 @@ TEST_CASE("MemCache: hits, known-absent entries and misses", "[mem_cache]") {
 
 TEST_CASE("MemCache: shared values are not copied and outlive their replacement", "[mem_cache]") {
   MemCache cache(1 << 20, 4);
-  auto page = std::make_shared<const std::string>(2048, 'x');
+  auto page = std::make_shared<std::string>(2048, 'x');
   cache.Put("k", page);
   MemCache::Value got;
   REQUIRE(cache.GetShared("k", &got));
@@ -64,11 +64,11 @@ TEST_CASE("MemCache: stays within its capacity and keeps the entries in use", "[
   MemCache::Value got;
   // a small hot set, looked up between every insert of a long stream of cold pages
   for (int i = 0; i < 8; ++i) {
-    cache.Put("hot" + std::to_string(i), std::make_shared<const std::string>(2048, 'h'));
+    cache.Put("hot" + std::to_string(i), std::make_shared<std::string>(2048, 'h'));
   }
   int hot_hits = 0;
   for (int i = 0; i < 5000; ++i) {
-    cache.Put(PageKey(i), std::make_shared<const std::string>(2048, 'c'));
+    cache.Put(PageKey(i), std::make_shared<std::string>(2048, 'c'));
     for (int h = 0; h < 8; ++h) {
       hot_hits += cache.GetShared("hot" + std::to_string(h), &got) ? 1 : 0;
     }
@@ -94,7 +94,7 @@ TEST_CASE("MemCache: page keys that differ only in their last bytes spread over 
     for (int shift = 24; shift >= 0; shift -= 8) {
       key.push_back(static_cast<char>(page >> shift));  // big-endian page index
     }
-    cache.Put(key, std::make_shared<const std::string>(2048, 'x'));
+    cache.Put(key, std::make_shared<std::string>(2048, 'x'));
   }
   CHECK(cache.bytes() > (1600ULL * 2048) * 9 / 10);  // (almost) nothing was evicted
 }
@@ -102,7 +102,7 @@ TEST_CASE("MemCache: page keys that differ only in their last bytes spread over 
 TEST_CASE("MemCache: GetSharedMany answers as GetShared does, key by key", "[mem_cache]") {
   MemCache cache(1 << 20, 16);
   for (int i = 0; i < 300; i += 2) {
-    cache.Put(PageKey(i), std::make_shared<const std::string>("v" + std::to_string(i)));
+    cache.Put(PageKey(i), std::make_shared<std::string>("v" + std::to_string(i)));
   }
   cache.Put(PageKey(1), MemCache::Value());  // known absent
   std::vector<std::string> owned;
@@ -144,9 +144,9 @@ TEST_CASE("MemCache: Version changes with every write of the key's shard", "[mem
   uint64_t epoch = 0;
   CHECK_FALSE(cache.GetShared("k", &got, &epoch));
   CHECK(epoch == v0);
-  cache.Fill("k", std::make_shared<const std::string>("a"), epoch);  // a fill is no change
+  cache.Fill("k", std::make_shared<std::string>("a"), epoch);  // a fill is no change
   CHECK(cache.Version("k") == v0);
-  cache.Put("k", std::make_shared<const std::string>("b"));
+  cache.Put("k", std::make_shared<std::string>("b"));
   const uint64_t v1 = cache.Version("k");
   CHECK(v1 != v0);
   REQUIRE(cache.GetShared("k", &got, &epoch));
@@ -168,7 +168,7 @@ TEST_CASE("MemCache: concurrent readers and writers", "[mem_cache]") {
       for (int i = 0; i < 20000; ++i) {
         const std::string key = PageKey((i * 7 + t) % 500);
         if (i % 3 == 0) {
-          cache.Put(key, std::make_shared<const std::string>(key));
+          cache.Put(key, std::make_shared<std::string>(key));
         } else if (cache.GetShared(key, &got) && got && *got != key) {
           wrong.fetch_add(1);  // values always belong to their key
         }
@@ -195,7 +195,7 @@ TEST_CASE("MemCache: a fill never replaces a cached value (a section may borrow 
 
 TEST_CASE("MemCache: values read in a section are borrowed, outside it owned", "[mem_cache]") {
   MemCache cache(1 << 20, 4);
-  cache.Put("k", std::make_shared<const std::string>("value"));
+  cache.Put("k", std::make_shared<std::string>("value"));
   cache.Put("absent", std::optional<std::string>());
   MemCache::Value got;
   REQUIRE(cache.GetShared("k", &got));
@@ -230,13 +230,13 @@ TEST_CASE(
   MemCache cache(64 * 1024, 1);  // one shard: every drop below is retired there
   std::weak_ptr<const std::string> watch;
   {
-    auto v = std::make_shared<const std::string>(2048, 'a');
+    auto v = std::make_shared<std::string>(2048, 'a');
     watch = v;
     cache.Put("k", v);
   }
   auto churn = [&cache](int from) {  // enough drops to reclaim several times
     for (int i = from; i < from + 300; ++i) {
-      cache.Put(PageKey(i), std::make_shared<const std::string>(2048, 'c'));
+      cache.Put(PageKey(i), std::make_shared<std::string>(2048, 'c'));
     }
   };
   SECTION("replaced, evicted or erased while a section is open") {
@@ -293,8 +293,7 @@ TEST_CASE("MemCache: borrowed values stay intact while writers replace and evict
       for (int i = 0; !stop.load(); ++i) {
         const int k = ((i * 13) % 200) * 2 + t;
         cache.Erase(PageKey(k));
-        cache.Put(PageKey(k),
-                  std::make_shared<const std::string>(2048, static_cast<char>('a' + k % 26)));
+        cache.Put(PageKey(k), std::make_shared<std::string>(2048, static_cast<char>('a' + k % 26)));
       }
     });
   }

@@ -446,3 +446,82 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   CHECK(with_cache_dump < without_cache / 8);
   CHECK(with_cache_dump < 16 * 1024);  // (the filter's data blocks are ~115 KB)
 }
+
+TEST_CASE("an insert without NX reads the newest sub-filter's primary pages first",
+          "[page_cache]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  PageGeometry g(64, 2);
+
+  SECTION("primary buckets with room: one page per item, the alternate pages are not read") {
+    REQUIRE(db.CfReserve(0, "f", Reserve(8192), settings).ok());  // 4096 buckets, 128 pages
+    REQUIRE(db.CfInsert(0, "f", Items::Make("old-", 0, 200).views, false, true, 0, settings).ok());
+    const auto meta = db.CfInfo(0, "f")->cuckoo.filter;
+    const auto items = Items::Make("new-", 0, 20);
+    std::set<uint64_t> primary;
+    std::set<uint64_t> all;
+    for (auto item : items.views) {
+      const auto h = core::HashItem(item);
+      const uint64_t b1 = core::PrimaryBucket(h.hash, 4096);
+      primary.insert(g.PageOf(b1));
+      all.insert(g.PageOf(b1));
+      all.insert(g.PageOf(core::AltBucket(h.hash, h.fp, 4096)));
+    }
+    REQUIRE(all.size() > primary.size());  // (else the test shows nothing)
+    db.cache().Clear();
+    const uint64_t before = db.pages_loaded();
+    auto out = db.CfInsert(0, "f", items.views, false, true, 0, settings);
+    REQUIRE(out.ok());
+    // 200 items in 8192 slots: every primary bucket had room (the lookups below confirm that
+    // each item went in), so only their pages were read.
+    CHECK(db.pages_loaded() - before == primary.size());
+    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(items.views.size(), 1));
+    CHECK(db.CfInfo(0, "f")->cuckoo.filter.num_items == meta.num_items + items.views.size());
+  }
+
+  SECTION("a full primary bucket: its item's other candidate pages are read too") {
+    REQUIRE(db.CfReserve(0, "f", Reserve(8192), settings).ok());
+    // The same item twice fills its primary bucket (2 slots).
+    REQUIRE(db.CfInsert(0, "f", {"dup", "dup"}, false, true, 0, settings).ok());
+    const auto h = core::HashItem("dup");
+    const uint64_t b1 = core::PrimaryBucket(h.hash, 4096);
+    const uint64_t b2 = core::AltBucket(h.hash, h.fp, 4096);
+    db.cache().Clear();
+    const uint64_t before = db.pages_loaded();
+    REQUIRE(db.CfInsert(0, "f", {"dup"}, false, true, 0, settings).ok());
+    CHECK(db.pages_loaded() - before == (g.PageOf(b1) == g.PageOf(b2) ? 1u : 2u));
+    CHECK(*db.CfLookup(0, "f", {"dup"}, true) == std::vector<uint64_t>{3});
+  }
+
+  SECTION("several sub-filters: only the newest one's primary page") {
+    REQUIRE(db.CfReserve(0, "g", Reserve(64, 2, 2), settings).ok());
+    REQUIRE(db.CfInsert(0, "g", Items::Make("g-", 0, 250).views, false, true, 0, settings).ok());
+    const auto meta = db.CfInfo(0, "g")->cuckoo.filter;
+    REQUIRE(meta.num_filters >= 3);
+    const uint32_t newest = meta.num_filters - 1;
+    const uint64_t n = core::SubFilterBuckets(meta, newest);
+    // An item whose primary bucket in the newest sub-filter has room.
+    std::string item;
+    {
+      PageCache peek(&t.engine(), nullptr, FilterPrefix(db, 0, "g"), &meta, 64);
+      for (int i = 0; item.empty(); ++i) {
+        REQUIRE(i < 1000);
+        const std::string candidate = "fresh-" + std::to_string(i);
+        const auto h = core::HashItem(candidate);
+        const uint8_t* bucket = peek.Read(newest, core::PrimaryBucket(h.hash, n));
+        REQUIRE(bucket != nullptr);
+        if (bucket[0] == 0 || bucket[1] == 0) {
+          item = candidate;
+        }
+      }
+    }
+    REQUIRE(CandidatePages(meta, 64, item) > 1);  // what a full prefetch would read
+    db.cache().Clear();
+    const uint64_t before = db.pages_loaded();
+    REQUIRE(db.CfInsert(0, "g", {item}, false, true, 0, settings).ok());
+    CHECK(db.pages_loaded() - before == 1);
+    CHECK(*db.CfLookup(0, "g", {item}, false) == std::vector<uint64_t>{1});
+    CHECK(db.CfInfo(0, "g")->cuckoo.filter.num_items == meta.num_items + 1);
+  }
+}
