@@ -446,6 +446,10 @@ std::vector<OptionRow> BuildTable() {
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,
                         kMiB, kInt64Max));
+  t.push_back(EnumRow("memtable",
+                      "Memtable of the pages: pages (entries grouped by page, found by hash), "
+                      "skiplist (RocksDB's default)",
+                      false, &C::memtable, {"pages", "skiplist"}));
   t.push_back(MemoryRow("cache-size",
                         "In-memory cache of filter pages and metadata in front of RocksDB; 0 = "
                         "none",

@@ -34,6 +34,7 @@ struct Config {
   uint64_t block_cache_size = 256ULL << 20;
   uint64_t cache_size = 256ULL << 20;  // in-memory cache of decoded metadata and pages
   uint64_t write_buffer_size = 64ULL << 20;
+  std::string memtable = "pages";
   int64_t slowlog_log_slower_than = 10000;  // microseconds; <0 disables, 0 logs everything
   uint64_t slowlog_max_len = 128;
   int64_t latency_monitor_threshold = 0;

@@ -219,6 +219,7 @@ void Server::Start() {
   eo.fsync = FsyncFromName(cfg.appendfsync);
   eo.block_cache_bytes = cfg.block_cache_size;
   eo.write_buffer_bytes = cfg.write_buffer_size;
+  eo.page_memtable = cfg.memtable == "pages";
   eo.log = [](int level, std::string_view line) {
     const auto l = level <= 0   ? spdlog::level::debug
                    : level == 1 ? spdlog::level::info

@@ -16,6 +16,7 @@
 
 #include "storage/buffer_pool.h"
 #include "storage/format.h"
+#include "storage/page_memtable.h"
 #include "storage/page_merge.h"
 
 namespace cuckood::storage {
@@ -343,7 +344,12 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   auto pages_opts = DataCfOptions(options, e->cache_, false);
   pages_opts.compaction_filter_factory = std::make_shared<PagesFilterFactory>(e->filter_context_);
   pages_opts.merge_operator = NewPageMergeOperator();
-  pages_opts.memtable_insert_with_hint_prefix_extractor = std::make_shared<FilterOfPage>();
+  if (options.page_memtable) {
+    pages_opts.memtable_factory = NewPageMemTableFactory(options.write_buffer_bytes);
+    db_opts.allow_concurrent_memtable_write = false;  // (the representation has one writer)
+  } else {
+    pages_opts.memtable_insert_with_hint_prefix_extractor = std::make_shared<FilterOfPage>();
+  }
   // No merge folding on write (it costs a memtable lookup per write): hot pages are read from
   // the in-memory cache, so RocksDB reads (which apply the operands) are rare; flushes and
   // compactions fold the operands.

@@ -30,6 +30,9 @@ struct EngineOptions {
   FsyncMode fsync = FsyncMode::kEverySec;
   uint64_t block_cache_bytes = 256ULL << 20;  // shared LRU cache for both column families
   uint64_t write_buffer_bytes = 64ULL << 20;  // memtable size per column family
+  // The pages' memtable groups entries by page (storage/page_memtable.h); false = RocksDB's
+  // skiplist of all entries.
+  bool page_memtable = true;
   int background_jobs = 2;
   bool read_only = false;  // for the offline checker
   // How long a write waits out a RocksDB write stall (too many memtables or L0 files while

@@ -1,0 +1,31 @@
+// The memtable of the `pages` column family: entries grouped by page.
+//
+// Every write of a filter changes a few random pages, and RocksDB keeps each change as its own
+// memtable entry (a merge operand) until the memtable is flushed. A memtable of 64 MiB thus
+// holds about a million entries, a few hundred per page of a benchmark-sized filter. RocksDB's
+// default representation is one skiplist of all entries: every insert and every point read
+// walks ~20 levels of it, each step a cache miss, and that walk was the largest single cost of
+// a CF.ADD.
+//
+// This representation keeps, per user key (per page), a list of its entries, newest first, and
+// finds a page's list through a hash table; an insert or a point read of a page already in the
+// memtable costs one hash probe. The pages themselves are linked in key order by a skiplist of
+// their own (one node per page, not per entry), so flushes and iterators still see every entry
+// in RocksDB's order: user key ascending, then sequence number descending.
+//
+// Requirements: the column family's comparator is RocksDB's bytewise comparator, and inserts
+// are not concurrent (DBOptions::allow_concurrent_memtable_write = false; RocksDB refuses to
+// open otherwise). Readers never lock: they may run beside the one writer.
+#pragma once
+
+#include <rocksdb/memtablerep.h>
+
+#include <cstddef>
+#include <memory>
+
+namespace cuckood::storage {
+
+// write_buffer_bytes sizes each memtable's hash table (one bucket per 256 bytes of it).
+std::shared_ptr<rocksdb::MemTableRepFactory> NewPageMemTableFactory(size_t write_buffer_bytes);
+
+}  // namespace cuckood::storage
