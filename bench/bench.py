@@ -1116,7 +1116,7 @@ def parse_args(argv):
     ap.add_argument("--rounds", type=int, default=3, help="rounds (servers alternate going first)")
     ap.add_argument("--requests", type=int, default=200_000, help="requests per single-item test")
     ap.add_argument("--batch-requests", type=int, default=None,
-                    help=f"requests per {BATCH}-item test (default: requests / 50, at least 1000)")
+                    help=f"requests per {BATCH}-item test (default: requests / 20, at least 1000)")
     ap.add_argument("--prefill", type=int, default=1_000_000, help="items/keys loaded before the tests")
     ap.add_argument("--clients", type=int, default=50, help="redis-benchmark -c")
     ap.add_argument("--pipelines", type=lambda s: [int(x) for x in s.split(",")], default=[1, 16],
@@ -1154,7 +1154,7 @@ def parse_args(argv):
             if getattr(args, k) == ap.get_default(k):
                 setattr(args, k, v)
     if args.batch_requests is None:
-        args.batch_requests = max(args.requests // 50, 1000)
+        args.batch_requests = max(args.requests // 20, 1000)
     if args.tests:
         bad = [t for t in args.tests if t not in {x["id"] for x in TESTS}]
         if bad:
