@@ -137,10 +137,10 @@ def write_md(path, results, argv):
           "what remains above that per slot is the SST files' keys, index and bloom filter blocks "
           "and the metadata. Per fingerprint it is that divided by the load the filter reached: "
           "with 2 slots per bucket a cuckoo filter fills to about 88% before inserts find no room, "
-          "with 4 to about 94%, with 8 to about 97% (more kick-outs raise these a little: with "
-          "`MAXITERATIONS 500`, 95.6% for 4, and 8 reached the 98% where the run stops). More slots per bucket cost false "
-          "positives: with 8-bit fingerprints the error rate is about 2 × bucket size / 256. Before compaction the page changes are still separate merge "
-          "operands (one per written page per command) in the SST files.", ""]
+          "with 4 to about 94%, with 8 to about 97%. More slots per bucket cost false positives: "
+          "with 8-bit fingerprints the error rate is about 2 × bucket size / 256. Before compaction "
+          "the page changes are still separate merge operands (one per written page per command) "
+          "in the SST files.", ""]
     with open(path, "w") as f:
         f.write("\n".join(L))
     print("wrote", path)
