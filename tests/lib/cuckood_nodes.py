@@ -72,8 +72,8 @@ class Nodes:
         self.nodes = []
         self.others = []  # other processes (sentinels): (Popen, log path)
 
-    def start(self, name, *extra, lean=True):
-        data = str(self.tmp / name / "data")
+    def start(self, name, *extra, lean=True, data_dir=None):
+        data = str(data_dir or self.tmp / name / "data")
         os.makedirs(os.path.dirname(data), exist_ok=True)
         args = (LEAN if lean else []) + list(extra)
         proc = CuckoodProcess(data, extra_args=args)
