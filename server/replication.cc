@@ -2,8 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <sstream>
 
+#include "replication/fullsync.h"
 #include "server/server.h"
 
 namespace cuckood::server {
@@ -275,7 +277,21 @@ storage::Status Replication::ApplyBatch(std::string batch) {
 storage::Status Replication::InstallFullSync(const std::atomic<bool>& cancel) {
   // Replicas of this node hold the old history: they ask again after the swap.
   primary_->StopAll();
-  return server_.ReplaceDatabase(cancel);
+  auto s = server_.ReopenDatabase(
+      [this] {
+        auto st = replication::InstallStaged(dir_);
+        if (!st.ok()) {
+          spdlog::error("installing the full sync failed: {}", st.message());
+        }
+        return st;
+      },
+      cancel);
+  if (!s.ok()) {
+    // Abandoned or failed: what was staged is not installed later either.
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::path(dir_) / replication::kStagedDirName, ec);
+  }
+  return s;
 }
 
 void Replication::SetLoading(bool loading) {

@@ -594,7 +594,8 @@ void Server::TouchAll(std::optional<uint16_t> db) {
   }
 }
 
-storage::Status Server::ReplaceDatabase(const std::atomic<bool>& cancel) {
+storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& between,
+                                       const std::atomic<bool>& cancel) {
   // Every io thread parks in a handler of its own (after ending its lock batch, so no stripe or
   // write group is held), and commands on the background pool finish: then nothing but this
   // thread touches the database.
@@ -626,22 +627,16 @@ storage::Status Server::ReplaceDatabase(const std::atomic<bool>& cancel) {
       if (cancel.load() || shutting_down_.load()) {
         lock.unlock();
         release();
-        std::error_code ec;
-        std::filesystem::remove_all(
-            std::filesystem::path(engine_options_.dir) / replication::kStagedDirName, ec);
-        return {storage::Code::kIoError, "full sync abandoned"};
+        return {storage::Code::kIoError, "abandoned"};
       }
       gate->cv.wait_for(lock, std::chrono::milliseconds(50));
     }
   }
   engine_->Close();
-  auto s = replication::InstallStaged(engine_options_.dir);
-  if (!s.ok()) {
-    spdlog::error("installing the full sync failed: {}", s.message());
-  }
+  auto s = between ? between() : storage::Status::Ok();
   auto engine = storage::Engine::Open(engine_options_);
   if (!engine.ok()) {
-    spdlog::critical("cannot open the database after a full sync: {}", engine.status().message());
+    spdlog::critical("cannot open the database again: {}", engine.status().message());
     std::_Exit(1);
   }
   db_->SwapEngine(engine->get());

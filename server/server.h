@@ -145,10 +145,11 @@ class Server {
   // While loading (a replica installing a full sync), data commands answer -LOADING.
   void SetLoading(bool loading) { loading_.store(loading, std::memory_order_release); }
   bool loading() const { return loading_.load(std::memory_order_acquire); }
-  // Closes the database, installs the checkpoint staged by a full sync, and opens it again, with
-  // every io thread held still meanwhile; gives up (nothing changed) when cancel becomes true
-  // before they are.
-  storage::Status ReplaceDatabase(const std::atomic<bool>& cancel);
+  // Closes the database, runs `between` (e.g. installs the checkpoint staged by a full sync), and
+  // opens it again with empty caches, with every io thread held still meanwhile (call it from
+  // another thread); gives up (nothing changed) when cancel becomes true before they are.
+  storage::Status ReopenDatabase(const std::function<storage::Status()>& between,
+                                 const std::atomic<bool>& cancel);
   // Kept by connections around commands they run on the background pool (ReplaceDatabase
   // waits for them).
   void BackgroundBegin() { background_running_.fetch_add(1, std::memory_order_acq_rel); }
