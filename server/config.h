@@ -31,6 +31,11 @@ struct Config {
   uint64_t proto_max_bulk_len = 512ULL << 20;
   uint64_t client_query_buffer_limit = 1ULL << 30;
   uint64_t client_output_buffer_limit = 0;  // hard limit per normal client in bytes; 0 = none
+  // The pubsub class of client-output-buffer-limit (Redis's default "pubsub 32mb 8mb 60"): a
+  // subscribed client is closed past the hard limit, or past the soft one for soft seconds.
+  uint64_t pubsub_output_hard_limit = 32ULL << 20;
+  uint64_t pubsub_output_soft_limit = 8ULL << 20;
+  int64_t pubsub_output_soft_seconds = 60;
   uint64_t block_cache_size = 256ULL << 20;
   uint64_t cache_size = 256ULL << 20;  // in-memory cache of decoded metadata and pages
   uint64_t write_buffer_size = 64ULL << 20;
