@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include "server/config_syntax.h"
+
 namespace cuckood::server {
 namespace {
 
@@ -571,6 +573,18 @@ std::optional<std::string> LoadInto(const std::string& path, Config& cfg, int de
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> SplitConfigArgs(std::string_view line) {
+  return SplitArgs(line);
+}
+
+std::string QuoteConfigArg(const std::string& arg) {
+  return QuoteArg(arg);
+}
+
+std::pair<size_t, size_t> ConfigArgCount(const std::string& name) {
+  return ArgCount(name);
+}
 
 const std::vector<OptionRow>& OptionTable() {
   static const std::vector<OptionRow> table = BuildTable();

@@ -78,6 +78,13 @@ const OptionRow* FindOption(const std::string& name);
 // Reads a config file into cfg. Returns an error text (with file and line) or nullopt.
 std::optional<std::string> LoadConfigFile(const std::string& path, Config* cfg);
 
+// CONFIG REWRITE: writes the values of cfg into the config file at path. The file keeps its
+// comments, blank lines, includes and order; the first line of each option set in it is
+// replaced by the running value (later lines of the same option are dropped); options not in
+// the file whose value differs from the default are appended. Written to a temporary file in the
+// same directory, synced and renamed over path. Returns an error text (errno's) or nullopt.
+std::optional<std::string> RewriteConfigFile(const std::string& path, const Config& cfg);
+
 // Parses argv (CLI11): --config FILE first, then every option as --name value. Throws on bad
 // input (start-up only); returns false when the program should exit with *exit_code (help,
 // version).

@@ -5,6 +5,7 @@
 // Persistence commands map onto RocksDB: SAVE and BGSAVE flush the memtables (synchronously: a
 // flush is bounded by the write buffer size), BGREWRITEAOF syncs the WAL. There are no
 // replicas, so WAIT answers 0 at once and ROLE is always a master without replicas.
+#include <spdlog/spdlog.h>
 #include <sys/time.h>
 
 #include <chrono>
@@ -149,7 +150,13 @@ void ConfigRewriteCommand(CommandContext& ctx) {
     ctx.out.Error("ERR The server is running without a config file");
     return;
   }
-  ctx.out.Error("ERR Rewriting config file: Operation not supported");
+  if (auto err = RewriteConfigFile(ctx.server.config_file(), ctx.server.config())) {
+    spdlog::warn("CONFIG REWRITE of {} failed: {}", ctx.server.config_file(), *err);
+    ctx.out.Error("ERR Rewriting config file: " + *err);
+    return;
+  }
+  spdlog::info("CONFIG REWRITE executed with success.");
+  ctx.out.SimpleString("OK");
 }
 
 void ConfigHelpCommand(CommandContext& ctx) {
