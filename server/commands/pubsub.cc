@@ -122,9 +122,10 @@ void PubSubShardChannelsCommand(CommandContext& ctx) {
   }
 }
 
-// NUMSUB / SHARDNUMSUB: a map of each named channel to its subscriber count.
+// NUMSUB / SHARDNUMSUB: each named channel and its subscriber count, as one flat array (in
+// RESP3 too: Redis 7.0 does not answer a map here).
 void WriteNumSub(CommandContext& ctx, bool shard) {
-  ctx.out.MapHeader(static_cast<int64_t>(ctx.argv.size() - 2));
+  ctx.out.ArrayHeader(static_cast<int64_t>(2 * (ctx.argv.size() - 2)));
   for (size_t i = 2; i < ctx.argv.size(); ++i) {
     ctx.out.Bulk(ctx.argv[i]);
     ctx.out.Integer(shard ? 0 : static_cast<int64_t>(ctx.server.pubsub().NumSub(ctx.argv[i])));
