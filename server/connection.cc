@@ -291,6 +291,7 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
       self->busy_ = false;
       if (self->closed_) {
         self->server_.UnwatchAll(self->client_);
+        self->server_.pubsub().UnsubscribeAll(self->client_);
         return;
       }
       self->out_ += reply;
@@ -405,9 +406,10 @@ void Connection::Close() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (!busy_) {
-    server_.UnwatchAll(client_);  // (a background command still uses client_; it is gone soon)
+    // (a background command still uses client_: its completion handler does this)
+    server_.UnwatchAll(client_);
+    server_.pubsub().UnsubscribeAll(client_);
   }
-  server_.pubsub().UnsubscribeAll(client_);
   server_.UnregisterConnection(id_);
 }
 

@@ -1,5 +1,6 @@
 #include "server/pubsub.h"
 
+#include <iterator>
 #include <mutex>
 #include <string_view>
 
@@ -109,6 +110,16 @@ void PubSub::UnsubscribeAll(Client& client) {
   client.channels.clear();
   client.patterns.clear();
   UpdateKind(client);
+}
+
+void PubSub::Detach(uint64_t client_id) {
+  std::unique_lock lock(mu_);
+  for (auto* map : {&channels_, &patterns_}) {
+    for (auto it = map->begin(); it != map->end();) {
+      it->second.erase(client_id);
+      it = it->second.empty() ? map->erase(it) : std::next(it);
+    }
+  }
 }
 
 size_t PubSub::Publish(std::string_view channel, std::string_view payload, const Client* self,

@@ -55,6 +55,9 @@ class PubSub {
   bool PUnsubscribe(Client& client, std::string_view pattern);
   // Drops every subscription of the client, without replies (connection closed, RESET).
   void UnsubscribeAll(Client& client);
+  // From any thread: the client (being killed) receives nothing more and counts as no
+  // subscriber from now on, before its own io thread closes it and clears its sets.
+  void Detach(uint64_t client_id);
 
   // Hands the message to every subscriber of the channel and of each matching pattern; returns
   // how many deliveries were made (a client subscribed to the channel and to a matching pattern

@@ -9,6 +9,7 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/connection.h"
+#include "server/pubsub.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -278,6 +279,8 @@ void ClientKillCommand(CommandContext& ctx) {
       ctx.client.close_after_reply = true;
     } else {
       conn->Kill();
+      // (as Redis frees the client at once: a PUBLISH right after the kill does not count it)
+      ctx.server.pubsub().Detach(conn->id());
     }
     ++killed;
   }

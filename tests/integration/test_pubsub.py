@@ -468,3 +468,31 @@ def test_sentinel_monitors_cuckood_primary(fresh_server, tmp_path):
     finally:
         sentinel.stop()
         watcher.close()
+
+
+def test_sentinel_style_transaction_body(fresh_server, tmp_path):
+    # What Sentinel sends a promoted or reconfigured instance (without its REPLICAOF): the
+    # rewrite and the kills run inside EXEC, the caller survives.
+    conf = tmp_path / "cuckood.conf"
+    conf.write_text("# sentinel body\n")
+    srv = fresh_server("--config", str(conf))
+    sub = RawClient(srv.port)
+    sub.send_raw(encode(["SUBSCRIBE", "pstx:ch"]))
+    sub.read_reply()
+    normal = RawClient(srv.port)
+    assert normal.call("PING") == b"+PONG\r\n"
+    c = RawClient(srv.port)
+    assert c.call("CLIENT", "SETNAME", "sentinel-x-cmd") == b"+OK\r\n"
+    assert c.call("CONFIG", "SET", "timeout", "77") == b"+OK\r\n"
+    assert c.call("MULTI") == b"+OK\r\n"
+    for cmd in (["CONFIG", "REWRITE"], ["CLIENT", "KILL", "TYPE", "normal"],
+                ["CLIENT", "KILL", "TYPE", "pubsub"], ["PUBLISH", "pstx:ch", "late"]):
+        assert c.call(*cmd) == b"+QUEUED\r\n"
+    assert c.call("EXEC") == b"*4\r\n+OK\r\n:1\r\n:1\r\n:0\r\n"
+    assert "timeout 77" in conf.read_text().splitlines()
+    assert conf.read_text().startswith("# sentinel body\n")
+    for victim in (sub, normal):
+        with pytest.raises((ConnectionError, OSError)):
+            victim.call("PING")
+    assert c.call("PING") == b"+PONG\r\n"
+    c.close()

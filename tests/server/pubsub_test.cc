@@ -73,6 +73,14 @@ TEST_CASE("PubSub delivers to channel and pattern subscribers", "[pubsub]") {
     CHECK(ps.NumPat() == 0);
     CHECK(ps.Publish("news", "x", nullptr, nullptr) == 0);
   }
+  SECTION("a detached (killed) client receives nothing and is not counted") {
+    ps.Detach(a.client.id);
+    CHECK(ps.NumChannels() == 0);
+    CHECK(ps.Publish("news", "x", nullptr, nullptr) == 1);
+    CHECK(a.inbox->got.size() == 2);
+    ps.UnsubscribeAll(a.client);  // (its own io thread, later: nothing left to remove)
+    CHECK(ps.NumPat() == 1);
+  }
   SECTION("a replica link keeps its kind while subscribed") {
     Subscriber r(3);
     r.client.kind = ClientKind::kReplica;
