@@ -312,7 +312,8 @@ def test_slow_subscriber_is_closed_by_pubsub_output_limit(fresh_server):
     slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     slow.connect(("127.0.0.1", srv.port))
     slow.sendall(encode(["SUBSCRIBE", "psslow:ch"]))
-    time.sleep(0.2)
+    wait_for(lambda: q.call("PUBSUB", "NUMSUB", "psslow:ch").endswith(b":1\r\n"),
+             what="the subscription")
     payload = "x" * 16384
     sent = 0
     # Bounded: at most 64 MB published; the subscriber never reads.
