@@ -497,3 +497,24 @@ def test_sentinel_style_transaction_body(fresh_server, tmp_path):
             victim.call("PING")
     assert c.call("PING") == b"+PONG\r\n"
     c.close()
+
+
+def test_redis_py_pubsub_client(server):
+    redis = pytest.importorskip("redis")
+    r = redis.Redis(port=server.port)
+    p = r.pubsub()
+    p.subscribe("pspy:ch")
+    p.psubscribe("pspy:p*")
+    kinds = [wait_for(lambda: p.get_message(timeout=0.1), what="confirmation")["type"]
+             for _ in range(2)]
+    assert kinds == ["subscribe", "psubscribe"]
+    assert r.pubsub_numsub("pspy:ch") == [(b"pspy:ch", 1)]
+    assert r.publish("pspy:ch", "one") == 1
+    assert r.publish("pspy:pat", "two") == 1
+    first = wait_for(lambda: p.get_message(timeout=0.1), what="message")
+    second = wait_for(lambda: p.get_message(timeout=0.1), what="pmessage")
+    assert (first["type"], first["channel"], first["data"]) == ("message", b"pspy:ch", b"one")
+    assert (second["type"], second["pattern"], second["data"]) == ("pmessage", b"pspy:p*", b"two")
+    p.close()
+    wait_for(lambda: r.pubsub_numsub("pspy:ch") == [(b"pspy:ch", 0)], what="unsubscribe on close")
+    r.close()
