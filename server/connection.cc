@@ -143,7 +143,10 @@ void Connection::ArmIdleTimer() {
       return;
     }
     auto idle = std::chrono::steady_clock::now() - self->client_.last_interaction;
-    if (idle >= std::chrono::seconds(timeout) && !self->write_in_flight_) {
+    // As in Redis, `timeout` spares subscribers (they wait for messages, not for replies) and
+    // replication links.
+    const bool exempt = self->client_.kind != ClientKind::kNormal;
+    if (idle >= std::chrono::seconds(timeout) && !self->write_in_flight_ && !exempt) {
       spdlog::debug("closing idle client {}", self->client_.addr);
       self->Close();
       return;

@@ -518,3 +518,20 @@ def test_redis_py_pubsub_client(server):
     p.close()
     wait_for(lambda: r.pubsub_numsub("pspy:ch") == [(b"pspy:ch", 0)], what="unsubscribe on close")
     r.close()
+
+
+def test_idle_timeout_spares_subscribers(fresh_server):
+    srv = fresh_server("--timeout", "1")
+    sub = RawClient(srv.port, timeout=10)
+    sub.send_raw(encode(["SUBSCRIBE", "psidle:ch"]))
+    sub.read_reply()
+    idle = RawClient(srv.port, timeout=10)
+    assert idle.call("PING") == b"+PONG\r\n"
+    time.sleep(2.5)
+    with pytest.raises((ConnectionError, OSError)):
+        idle.call("PING")
+    q = RawClient(srv.port)
+    assert q.call("PUBLISH", "psidle:ch", "still here") == b":1\r\n"
+    assert sub.read_reply() == b"*3\r\n$7\r\nmessage\r\n$9\r\npsidle:ch\r\n$10\r\nstill here\r\n"
+    for c in (sub, q):
+        c.close()
