@@ -71,6 +71,10 @@ void Writer::ArrayHeader(int64_t n) {
   AppendLine(out_, '*', n);
 }
 
+void Writer::PushHeader(int64_t n) {
+  AppendLine(out_, proto_ >= 3 ? '>' : '*', n);
+}
+
 void Writer::MapHeader(int64_t pairs) {
   if (IsResp3(proto_)) {
     AppendLine(out_, '%', pairs);

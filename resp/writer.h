@@ -22,6 +22,7 @@ class Writer {
   void Null();                            // RESP2 $-1\r\n, RESP3 _\r\n
   void NullArray();                       // RESP2 *-1\r\n, RESP3 _\r\n
   void ArrayHeader(int64_t n);            // *n\r\n
+  void PushHeader(int64_t n);             // RESP3 >n\r\n (out-of-band data), RESP2 *n\r\n
   void MapHeader(int64_t pairs);          // RESP3 %n\r\n, RESP2 *2n\r\n
   void SetHeader(int64_t n);              // RESP3 ~n\r\n, RESP2 *n\r\n
   void Bool(bool v);                      // RESP3 #t/#f, RESP2 :1/:0

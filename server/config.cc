@@ -14,6 +14,8 @@
 #include <string_view>
 #include <utility>
 
+#include "server/config_syntax.h"
+
 namespace cuckood::server {
 namespace {
 
@@ -291,8 +293,9 @@ OptionRow BindRow() {
                    }};
 }
 
-// Accepts one byte size, or Redis's "class hard soft seconds" groups of which only the normal
-// class matters here (replica and pubsub clients do not exist in cuckood).
+// Accepts one byte size (the normal class's hard limit), or Redis's "class hard soft seconds"
+// groups: the normal class's hard limit and the pubsub class's three values are kept (the
+// replica class is accepted and ignored).
 std::optional<std::string> SetOutputBufferLimit(Config& c, const std::string& v) {
   auto args = SplitArgs(v);
   if (!args || args->empty()) {
@@ -310,6 +313,11 @@ std::optional<std::string> SetOutputBufferLimit(Config& c, const std::string& v)
     return std::string(kBufferLimitArgs);
   }
   std::optional<uint64_t> normal;
+  struct ClassLimit {
+    uint64_t hard, soft;
+    int64_t seconds;
+  };
+  std::optional<ClassLimit> pubsub;
   for (size_t i = 0; i < args->size(); i += 4) {
     const std::string cls = Lower((*args)[i]);
     if (cls != "normal" && cls != "replica" && cls != "slave" && cls != "pubsub") {
@@ -323,12 +331,27 @@ std::optional<std::string> SetOutputBufferLimit(Config& c, const std::string& v)
     }
     if (cls == "normal") {
       normal = *hard;
+    } else if (cls == "pubsub") {
+      pubsub = {*hard, *soft, *secs};
     }
   }
   if (normal) {
     c.client_output_buffer_limit = *normal;
   }
+  if (pubsub) {
+    c.pubsub_output_hard_limit = pubsub->hard;
+    c.pubsub_output_soft_limit = pubsub->soft;
+    c.pubsub_output_soft_seconds = pubsub->seconds;
+  }
   return std::nullopt;
+}
+
+// Redis's form, limited to the classes cuckood keeps.
+std::string GetOutputBufferLimit(const Config& c) {
+  return "normal " + std::to_string(c.client_output_buffer_limit) + " 0 0 pubsub " +
+         std::to_string(c.pubsub_output_hard_limit) + " " +
+         std::to_string(c.pubsub_output_soft_limit) + " " +
+         std::to_string(c.pubsub_output_soft_seconds);
 }
 
 // Each pair adds a rename, replacing an earlier rename of the same command. Stored as
@@ -463,12 +486,10 @@ std::vector<OptionRow> BuildTable() {
                         &C::proto_max_bulk_len, kMiB, kInt64Max));
   t.push_back(MemoryRow("client-query-buffer-limit", "Largest query buffer of one client", true,
                         &C::client_query_buffer_limit, kMiB, kInt64Max));
-  t.push_back(
-      OptionRow{"client-output-buffer-limit",
-                "Hard limit of a client's pending output in bytes; 0 = none (Redis's "
-                "'normal hard soft seconds' form is accepted too)",
-                true, [](const Config& c) { return std::to_string(c.client_output_buffer_limit); },
-                SetOutputBufferLimit});
+  t.push_back(OptionRow{"client-output-buffer-limit",
+                        "Hard limit of a client's pending output in bytes; 0 = none (Redis's "
+                        "'class hard soft seconds' form is accepted too: normal and pubsub)",
+                        true, GetOutputBufferLimit, SetOutputBufferLimit});
   t.push_back(BoolRow("group-commit",
                       "Pipelined filter writes of a connection share one RocksDB write (one WAL "
                       "append and sync); replies wait for it",
@@ -632,6 +653,18 @@ std::optional<std::string> LoadInto(const std::string& path, Config& cfg, int de
 }
 
 }  // namespace
+
+std::optional<std::vector<std::string>> SplitConfigArgs(std::string_view line) {
+  return SplitArgs(line);
+}
+
+std::string QuoteConfigArg(const std::string& arg) {
+  return QuoteArg(arg);
+}
+
+std::pair<size_t, size_t> ConfigArgCount(const std::string& name) {
+  return ArgCount(name);
+}
 
 const std::vector<OptionRow>& OptionTable() {
   static const std::vector<OptionRow> table = BuildTable();

@@ -31,6 +31,11 @@ struct Config {
   uint64_t proto_max_bulk_len = 512ULL << 20;
   uint64_t client_query_buffer_limit = 1ULL << 30;
   uint64_t client_output_buffer_limit = 0;  // hard limit per normal client in bytes; 0 = none
+  // The pubsub class of client-output-buffer-limit (Redis's default "pubsub 32mb 8mb 60"): a
+  // subscribed client is closed past the hard limit, or past the soft one for soft seconds.
+  uint64_t pubsub_output_hard_limit = 32ULL << 20;
+  uint64_t pubsub_output_soft_limit = 8ULL << 20;
+  int64_t pubsub_output_soft_seconds = 60;
   uint64_t block_cache_size = 256ULL << 20;
   uint64_t cache_size = 256ULL << 20;  // in-memory cache of decoded metadata and pages
   uint64_t write_buffer_size = 64ULL << 20;
@@ -85,6 +90,13 @@ const OptionRow* FindOption(const std::string& name);
 
 // Reads a config file into cfg. Returns an error text (with file and line) or nullopt.
 std::optional<std::string> LoadConfigFile(const std::string& path, Config* cfg);
+
+// CONFIG REWRITE: writes the values of cfg into the config file at path. The file keeps its
+// comments, blank lines, includes and order; the first line of each option set in it is
+// replaced by the running value (later lines of the same option are dropped); options not in
+// the file whose value differs from the default are appended. Written to a temporary file in the
+// same directory, synced and renamed over path. Returns an error text (errno's) or nullopt.
+std::optional<std::string> RewriteConfigFile(const std::string& path, const Config& cfg);
 
 // Parses argv (CLI11): --config FILE first, then every option as --name value. Throws on bad
 // input (start-up only); returns false when the program should exit with *exit_code (help,

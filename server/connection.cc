@@ -27,6 +27,21 @@ std::string EndpointText(const asio::ip::tcp::endpoint& ep) {
 
 }  // namespace
 
+std::string ClientFlagsText(ClientKind kind, bool in_multi) {
+  std::string flags;
+  if (kind == ClientKind::kReplica) {
+    flags += 'S';
+  } else if (kind == ClientKind::kMaster) {
+    flags += 'M';
+  } else if (kind == ClientKind::kPubSub) {
+    flags += 'P';
+  }
+  if (in_multi) {
+    flags += 'x';
+  }
+  return flags.empty() ? "N" : flags;
+}
+
 Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
                        asio::ssl::context* tls)
     : server_(server), socket_(std::move(socket)), idle_timer_(socket_.get_executor()), id_(id) {
@@ -60,6 +75,7 @@ Connection::~Connection() = default;
 void Connection::Start() {
   auto self = shared_from_this();
   client_.owner = weak_from_this();
+  client_.pubsub_sink = std::static_pointer_cast<PubSubSink>(self);
   client_.flush_later = [weak = weak_from_this()] {
     if (auto conn = weak.lock()) {
       asio::post(conn->socket_.get_executor(), [conn] { conn->Flush(); });
@@ -130,7 +146,10 @@ void Connection::ArmIdleTimer() {
       return;
     }
     auto idle = std::chrono::steady_clock::now() - self->client_.last_interaction;
-    if (idle >= std::chrono::seconds(timeout) && !self->write_in_flight_) {
+    // As in Redis, `timeout` spares subscribers (they wait for messages, not for replies) and
+    // replication links.
+    const bool exempt = self->client_.kind != ClientKind::kNormal;
+    if (idle >= std::chrono::seconds(timeout) && !self->write_in_flight_ && !exempt) {
       spdlog::debug("closing idle client {}", self->client_.addr);
       self->Close();
       return;
@@ -245,8 +264,7 @@ void Connection::ProcessInput() {
       closing_ = true;  // (the socket changes hands once what is pending is written)
       break;
     }
-    const uint64_t limit = server_.client_output_buffer_limit();
-    if (limit > 0 && out_.size() + writing_.size() > limit) {
+    if (OverOutputLimit()) {
       spdlog::info("client {} closed for overcoming of output buffer limits", client_.addr);
       server_.stats().client_output_limit_disconnections++;
       Close();
@@ -309,6 +327,7 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
       self->busy_ = false;
       if (self->closed_) {
         self->server_.UnwatchAll(self->client_);
+        self->server_.pubsub().UnsubscribeAll(self->client_);
         return;
       }
       self->out_ += reply;
@@ -339,6 +358,53 @@ void Connection::Flush() {
   } else {
     asio::async_write(socket_, asio::buffer(writing_), std::move(done));
   }
+}
+
+void Connection::Deliver(std::shared_ptr<const PubSubMessage> msg) {
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self, msg = std::move(msg)] { self->OnMessage(*msg); });
+}
+
+void Connection::OnMessage(const PubSubMessage& msg) {
+  if (closing_ || closed_) {
+    return;
+  }
+  resp::Writer writer(&out_, client_.proto);
+  WritePubSubMessage(writer, msg);
+  if (OverOutputLimit()) {
+    spdlog::info("client {} closed for overcoming of output buffer limits", client_.addr);
+    server_.stats().client_output_limit_disconnections++;
+    Close();
+    return;
+  }
+  pending_out_ = out_.size() + writing_.size();
+  Flush();
+}
+
+bool Connection::OverOutputLimit() {
+  const size_t pending = out_.size() + writing_.size();
+  if (client_.kind == ClientKind::kNormal) {
+    const uint64_t limit = server_.client_output_buffer_limit();
+    return limit > 0 && pending > limit;
+  }
+  if (client_.kind != ClientKind::kPubSub) {
+    return false;  // (replication links: their limits belong to replication)
+  }
+  const uint64_t hard = server_.pubsub_output_hard_limit();
+  if (hard > 0 && pending > hard) {
+    return true;
+  }
+  const uint64_t soft = server_.pubsub_output_soft_limit();
+  if (soft == 0 || pending <= soft) {
+    soft_limit_since_.reset();
+    return false;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!soft_limit_since_) {
+    soft_limit_since_ = now;
+    return false;
+  }
+  return now - *soft_limit_since_ >= std::chrono::seconds(server_.pubsub_output_soft_seconds());
 }
 
 void Connection::OnWrite(const asio::error_code& ec, size_t n) {
@@ -378,7 +444,9 @@ void Connection::Close() {
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (!busy_) {
-    server_.UnwatchAll(client_);  // (a background command still uses client_; it is gone soon)
+    // (a background command still uses client_: its completion handler does this)
+    server_.UnwatchAll(client_);
+    server_.pubsub().UnsubscribeAll(client_);
   }
   server_.UnregisterConnection(id_);
 }
@@ -390,9 +458,17 @@ void Connection::SyncSnapshot() {
   snap_db_ = client_.db;
   snap_proto_ = client_.proto;
   snap_multi_ = client_.in_multi;
+  snap_kind_ = client_.kind;
+  snap_sub_ = client_.channels.size();
+  snap_psub_ = client_.patterns.size();
   snap_last_ = client_.last_interaction;
   lib_name_ = client_.lib_name;
   lib_ver_ = client_.lib_ver;
+}
+
+ClientKind Connection::kind() const {
+  std::lock_guard lock(snapshot_mu_);
+  return snap_kind_;
 }
 
 std::string Connection::addr() const {
@@ -421,9 +497,10 @@ std::string Connection::Describe() const {
   s += " fd=-1 name=" + snap_name_;
   s += " age=" + std::to_string(age);
   s += " idle=" + std::to_string(idle);
-  s += snap_multi_ ? " flags=x" : " flags=N";
+  s += " flags=" + ClientFlagsText(snap_kind_, snap_multi_);
   s += " db=" + std::to_string(snap_db_);
-  s += " sub=0 psub=0 ssub=0 multi=" + std::string(snap_multi_ ? "0" : "-1");
+  s += " sub=" + std::to_string(snap_sub_) + " psub=" + std::to_string(snap_psub_);
+  s += " ssub=0 multi=" + std::string(snap_multi_ ? "0" : "-1");
   s += " qbuf=" + std::to_string(qbuf) + " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0";
   s += " obl=0 oll=0 omem=" + std::to_string(omem);
   s += " tot-mem=" + std::to_string(qbuf + omem + 16384);

@@ -9,14 +9,20 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "resp/parser.h"
+#include "server/pubsub.h"
 #include "server/server.h"
 
 namespace cuckood::server {
 
-class Connection : public std::enable_shared_from_this<Connection> {
+// CLIENT LIST's flags= field for a client of this kind: S (a replica's link), M (the link to our
+// primary), P (subscribed), x (in MULTI), N when none applies.
+std::string ClientFlagsText(ClientKind kind, bool in_multi);
+
+class Connection : public std::enable_shared_from_this<Connection>, public PubSubSink {
  public:
   // tls: the server's TLS context for a client of the TLS port, nullptr for plain TCP.
   Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
@@ -38,6 +44,10 @@ class Connection : public std::enable_shared_from_this<Connection> {
   std::string name() const;
   size_t output_pending() const { return pending_out_.load(); }
   size_t query_buffer() const { return query_buf_.load(); }
+  // The client's kind as of its last batch of commands (thread-safe snapshot).
+  ClientKind kind() const;
+  // Thread-safe: queues a published message for this client on its io thread.
+  void Deliver(std::shared_ptr<const PubSubMessage> msg) override;
 
  private:
   void Begin();  // after the TLS handshake (if any): the idle timer and the first read
@@ -50,6 +60,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   // nothing else (its pipeline waits) until the reply is back on the io thread.
   void RunInBackground(const CommandSpec* spec, const Argv& argv);
   void Flush();
+  // Appends a published message to the output (on the io thread) and sends it.
+  void OnMessage(const PubSubMessage& msg);
+  // client-output-buffer-limit of the client's class: true when the pending output is past it
+  // (the connection is then closed, as Redis closes such a client).
+  bool OverOutputLimit();
   void OnWrite(const asio::error_code& ec, size_t n);
   void Close();
   // Ends the connection and hands its socket to client_.take_socket (REPLSYNC).
@@ -81,6 +96,11 @@ class Connection : public std::enable_shared_from_this<Connection> {
   uint16_t snap_db_ = 0;
   int snap_proto_ = 2;
   bool snap_multi_ = false;
+  ClientKind snap_kind_ = ClientKind::kNormal;
+  size_t snap_sub_ = 0;
+  size_t snap_psub_ = 0;
+  // Since when the pending output has been above the pubsub class's soft limit.
+  std::optional<std::chrono::steady_clock::time_point> soft_limit_since_;
   std::chrono::steady_clock::time_point snap_last_;
   std::string lib_name_;
   std::string lib_ver_;

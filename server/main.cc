@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 
@@ -62,9 +63,10 @@ int main(int argc, char** argv) {
   Config cfg;
   bool check_mode = false;
   bool compact_mode = false;
+  std::string config_file;
   try {
     int exit_code = 0;
-    if (!cuckood::server::ParseCommandLine(argc, argv, &cfg, &exit_code, &check_mode, nullptr,
+    if (!cuckood::server::ParseCommandLine(argc, argv, &cfg, &exit_code, &check_mode, &config_file,
                                            &compact_mode)) {
       return exit_code;
     }
@@ -85,6 +87,10 @@ int main(int argc, char** argv) {
     char exe[4096] = {0};
     if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
       server.set_executable(exe);
+    }
+    if (!config_file.empty()) {
+      // (absolute: CONFIG REWRITE writes this file whatever the working directory is then)
+      server.set_config_file(std::filesystem::absolute(config_file).string());
     }
     server.Start();
     if (!cfg.pidfile.empty()) {

@@ -171,8 +171,10 @@ void Replication::ServeReplica(int fd, replication::SyncRequest request) {
   primary_->Serve(fd, std::move(request));
 }
 
-void Replication::KillReplicas() {
+int Replication::KillReplicas() {
+  const int n = static_cast<int>(primary_->Replicas().size());
   primary_->KillAllAsync();
+  return n;
 }
 
 int Replication::WaitForReplicas(int n, uint64_t seq, int64_t timeout_ms) {

@@ -46,8 +46,8 @@ class Replication final : public replication::ReplicaLink::Host {
 
   // A connection sent REPLSYNC: its socket is this module's from now on.
   void ServeReplica(int fd, replication::SyncRequest request);
-  // Disconnects the node's replicas (CLIENT KILL TYPE replica / slave).
-  void KillReplicas();
+  // Disconnects the node's replicas (CLIENT KILL TYPE replica / slave); returns how many.
+  int KillReplicas();
   // WAIT: how many replicas acknowledged seq within timeout_ms (0 = no limit).
   int WaitForReplicas(int n, uint64_t seq, int64_t timeout_ms);
 

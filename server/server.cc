@@ -12,6 +12,7 @@
 
 #include "replication/fullsync.h"
 #include "server/connection.h"
+#include "server/pubsub.h"
 #include "server/replication.h"
 #include "server/util.h"
 
@@ -123,9 +124,13 @@ Server::Server(Config config) : config_(std::move(config)) {
     slowlog_slower_than_ = c.slowlog_log_slower_than;
     slowlog_max_len_ = c.slowlog_max_len;
     client_output_buffer_limit_ = c.client_output_buffer_limit;
+    pubsub_hard_ = c.pubsub_output_hard_limit;
+    pubsub_soft_ = c.pubsub_output_soft_limit;
+    pubsub_soft_seconds_ = c.pubsub_output_soft_seconds;
     group_commit_ = c.group_commit;
   };
   apply(config_);
+  pubsub_ = std::make_unique<PubSub>();
   run_id_ = RandomHex(40);
   start_unix_ = static_cast<int64_t>(storage::NowMs() / 1000);
   RegisterConnectionCommands(table_);
@@ -136,6 +141,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterReplicationCommands(table_);
   RegisterIntrospectionCommands(table_);
   RegisterCfCommands(table_);
+  RegisterPubSubCommands(table_);
 }
 
 Server::~Server() {
@@ -192,6 +198,9 @@ std::optional<std::string> Server::SetConfig(const std::string& name, const std:
   slowlog_slower_than_ = next.slowlog_log_slower_than;
   slowlog_max_len_ = next.slowlog_max_len;
   client_output_buffer_limit_ = next.client_output_buffer_limit;
+  pubsub_hard_ = next.pubsub_output_hard_limit;
+  pubsub_soft_ = next.pubsub_output_soft_limit;
+  pubsub_soft_seconds_ = next.pubsub_output_soft_seconds;
   group_commit_ = next.group_commit;
   if (replication_) {
     replication_->ApplyConfig(next);
@@ -707,6 +716,11 @@ void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
   }
   if ((spec->flags & kWrite) && replication_ && replication_->is_replica()) {
     reject(kReadOnlyReplicaError);
+    return;
+  }
+  if (InSubscribedMode(client) && !AllowedInSubscribedMode(*spec)) {
+    stats_.For(spec->name).rejected_calls++;
+    reject(SubscribedModeError(*spec, argv));
     return;
   }
   if (client.in_multi && !(spec->flags & kNoMulti)) {

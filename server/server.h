@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <string>
 #include <thread>
@@ -36,6 +37,13 @@ namespace cuckood::server {
 
 class Connection;
 class Replication;
+class PubSub;
+class PubSubSink;
+
+// What a connection is, for CLIENT LIST / CLIENT KILL TYPE and the output buffer limit class.
+// kPubSub is set by the Pub/Sub commands while the client has subscriptions; replication sets
+// kReplica on the link of a replica it serves and kMaster on its own link to its primary.
+enum class ClientKind : uint8_t { kNormal = 0, kPubSub = 1, kReplica = 2, kMaster = 3 };
 
 // Per-connection state the command handlers see.
 struct Client {
@@ -87,6 +95,11 @@ struct Client {
   std::string repl_ip;
   bool tls = false;
   std::function<void(int fd)> take_socket;
+  ClientKind kind = ClientKind::kNormal;
+  // Pub/Sub (server/pubsub.h): this client's subscriptions and where its messages go.
+  std::set<std::string> channels;
+  std::set<std::string> patterns;
+  std::weak_ptr<PubSubSink> pubsub_sink;
 };
 
 struct SlowlogEntry {
@@ -120,6 +133,13 @@ class Server {
     return client_output_buffer_limit_.load(std::memory_order_relaxed);
   }
   Stats& stats() { return stats_; }
+  PubSub& pubsub() { return *pubsub_; }
+  // client-output-buffer-limit of the pubsub class (hard, soft bytes; 0 = none; soft seconds).
+  uint64_t pubsub_output_hard_limit() const { return pubsub_hard_.load(std::memory_order_relaxed); }
+  uint64_t pubsub_output_soft_limit() const { return pubsub_soft_.load(std::memory_order_relaxed); }
+  int64_t pubsub_output_soft_seconds() const {
+    return pubsub_soft_seconds_.load(std::memory_order_relaxed);
+  }
 
   // Runs one command for a client: lookup, arity, auth, MULTI queuing, locks, stats. Appends the
   // reply to out.
@@ -213,6 +233,9 @@ class Server {
   std::atomic<int64_t> slowlog_slower_than_;
   std::atomic<uint64_t> slowlog_max_len_;
   std::atomic<uint64_t> client_output_buffer_limit_{0};
+  std::atomic<uint64_t> pubsub_hard_{0}, pubsub_soft_{0};
+  std::atomic<int64_t> pubsub_soft_seconds_{0};
+  std::unique_ptr<PubSub> pubsub_;
   std::atomic<bool> group_commit_{true};
   std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;  // filled by Start()
 

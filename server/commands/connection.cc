@@ -11,6 +11,7 @@
 
 #include "server/command.h"
 #include "server/commands/family.h"
+#include "server/pubsub.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -71,6 +72,13 @@ void PingCommand(CommandContext& ctx) {
     ctx.out.Error(ArityError("ping"));
     return;
   }
+  if (InSubscribedMode(ctx.client)) {
+    // A RESP2 subscriber gets PING's answer in the shape of a message: ["pong", argument].
+    ctx.out.ArrayHeader(2);
+    ctx.out.Bulk("pong");
+    ctx.out.Bulk(ctx.argv.size() == 2 ? ctx.argv[1] : std::string_view());
+    return;
+  }
   if (ctx.argv.size() == 2) {
     ctx.out.Bulk(ctx.argv[1]);
   } else {
@@ -95,6 +103,7 @@ void ResetCommand(CommandContext& ctx) {
   c.multi_dirty = false;
   c.queued.clear();
   ctx.server.UnwatchAll(c);
+  ctx.server.pubsub().UnsubscribeAll(c);  // (no unsubscribe replies, as in Redis)
   c.db = 0;
   c.proto = 2;
   c.name.clear();

@@ -9,6 +9,8 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/connection.h"
+#include "server/pubsub.h"
+#include "server/replication.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -27,14 +29,27 @@ bool ValidClientAttr(std::string_view s) {
   return true;
 }
 
-// Redis's client types; every cuckood client is "normal".
-bool KnownClientType(std::string_view t) {
-  for (std::string_view known : {"normal", "master", "slave", "replica", "pubsub"}) {
-    if (EqualsIgnoreCase(t, known)) {
-      return true;
-    }
+// Redis's client types (CLIENT LIST TYPE, CLIENT KILL TYPE); "slave" is "replica".
+std::optional<ClientKind> ParseClientType(std::string_view t) {
+  if (EqualsIgnoreCase(t, "normal")) {
+    return ClientKind::kNormal;
   }
-  return false;
+  if (EqualsIgnoreCase(t, "pubsub")) {
+    return ClientKind::kPubSub;
+  }
+  if (EqualsIgnoreCase(t, "replica") || EqualsIgnoreCase(t, "slave")) {
+    return ClientKind::kReplica;
+  }
+  if (EqualsIgnoreCase(t, "master")) {
+    return ClientKind::kMaster;
+  }
+  return std::nullopt;
+}
+
+// The kind of a connection; the caller's own is read from ctx.client (its snapshot may be older
+// than the commands of this batch).
+ClientKind KindOf(CommandContext& ctx, const std::shared_ptr<Connection>& conn) {
+  return conn->id() == ctx.client.id ? ctx.client.kind : conn->kind();
 }
 
 std::string ConnectionLine(std::string line) {
@@ -82,6 +97,12 @@ std::string OwnLine(CommandContext& ctx, std::string_view cmd) {
       value = std::to_string(c.proto);
     } else if (field == "cmd") {
       value = std::string(cmd);
+    } else if (field == "flags") {
+      value = ClientFlagsText(c.kind, c.in_multi);
+    } else if (field == "sub") {
+      value = std::to_string(c.channels.size());
+    } else if (field == "psub") {
+      value = std::to_string(c.patterns.size());
     } else if (field == "idle") {
       value = "0";
     } else if (field == "lib-name") {
@@ -135,12 +156,13 @@ void ClientListCommand(CommandContext& ctx) {
   std::string text;
   const size_t argc = ctx.argv.size();
   if (argc == 4 && EqualsIgnoreCase(ctx.argv[2], "type")) {
-    if (!KnownClientType(ctx.argv[3])) {
+    const auto type = ParseClientType(ctx.argv[3]);
+    if (!type) {
       ctx.out.Error("ERR Unknown client type '" + std::string(ctx.argv[3]) + "'");
       return;
     }
-    if (EqualsIgnoreCase(ctx.argv[3], "normal")) {
-      for (const auto& conn : ctx.server.Connections()) {
+    for (const auto& conn : ctx.server.Connections()) {
+      if (KindOf(ctx, conn) == *type) {
         text += LineFor(ctx, conn, "client|list");
       }
     }
@@ -181,7 +203,7 @@ struct KillFilter {
   bool old_form = false;
   uint64_t id = 0;  // 0 = any
   std::optional<std::string> addr, laddr;
-  bool normal_only = true;  // TYPE other than normal matches nobody
+  std::optional<ClientKind> type;
   bool skipme = true;
 };
 
@@ -208,11 +230,11 @@ bool ParseKill(CommandContext& ctx, KillFilter* f) {
       }
       f->id = static_cast<uint64_t>(*id);
     } else if (EqualsIgnoreCase(opt, "type")) {
-      if (!KnownClientType(val)) {
+      f->type = ParseClientType(val);
+      if (!f->type) {
         ctx.out.Error("ERR Unknown client type '" + std::string(val) + "'");
         return false;
       }
-      f->normal_only = EqualsIgnoreCase(val, "normal");
     } else if (EqualsIgnoreCase(opt, "addr")) {
       f->addr = std::string(val);
     } else if (EqualsIgnoreCase(opt, "laddr")) {
@@ -249,7 +271,7 @@ void ClientKillCommand(CommandContext& ctx) {
   int64_t killed = 0;
   for (const auto& conn : ctx.server.Connections()) {
     const bool self = conn->id() == ctx.client.id;
-    if (!f.normal_only || (f.id != 0 && conn->id() != f.id) ||
+    if ((f.type && KindOf(ctx, conn) != *f.type) || (f.id != 0 && conn->id() != f.id) ||
         (f.addr && conn->addr() != *f.addr) || (f.laddr && conn->laddr() != *f.laddr) ||
         (self && f.skipme)) {
       continue;
@@ -258,8 +280,14 @@ void ClientKillCommand(CommandContext& ctx) {
       ctx.client.close_after_reply = true;
     } else {
       conn->Kill();
+      // (as Redis frees the client at once: a PUBLISH right after the kill does not count it)
+      ctx.server.pubsub().Detach(conn->id());
     }
     ++killed;
+  }
+  if (f.type == ClientKind::kReplica && f.id == 0 && !f.addr && !f.laddr) {
+    // Replicas' links are not connections of the command path (replication/primary.h).
+    killed += ctx.server.replication().KillReplicas();
   }
   if (!f.old_form) {
     ctx.out.Integer(killed);

@@ -20,6 +20,7 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/connection.h"
+#include "server/pubsub.h"
 #include "server/replication.h"
 #include "server/server.h"
 #include "server/util.h"
@@ -224,8 +225,8 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("current_eviction_exceeded_time", 0);
   l.Add("keyspace_hits", s.keyspace_hits.load());
   l.Add("keyspace_misses", s.keyspace_misses.load());
-  l.Add("pubsub_channels", 0);
-  l.Add("pubsub_patterns", 0);
+  l.Add("pubsub_channels", server.pubsub().NumChannels());
+  l.Add("pubsub_patterns", server.pubsub().NumPat());
   l.Add("pubsubshard_channels", 0);
   l.Add("latest_fork_usec", 0);
   l.Add("total_forks", 0);

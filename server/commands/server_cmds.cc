@@ -152,7 +152,13 @@ void ConfigRewriteCommand(CommandContext& ctx) {
     ctx.out.Error("ERR The server is running without a config file");
     return;
   }
-  ctx.out.Error("ERR Rewriting config file: Operation not supported");
+  if (auto err = RewriteConfigFile(ctx.server.config_file(), ctx.server.config())) {
+    spdlog::warn("CONFIG REWRITE of {} failed: {}", ctx.server.config_file(), *err);
+    ctx.out.Error("ERR Rewriting config file: " + *err);
+    return;
+  }
+  spdlog::info("CONFIG REWRITE executed with success.");
+  ctx.out.SimpleString("OK");
 }
 
 void ConfigHelpCommand(CommandContext& ctx) {
