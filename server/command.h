@@ -36,6 +36,7 @@ enum CommandFlag : uint32_t {
   kBackground = 1 << 14,    // may run long: executed off the io thread (the connection waits)
   kHandlerArity = 1 << 15,  // inside MULTI, queued without an arity check (checked at EXEC)
   kGroupCommit = 1 << 16,   // pipelined, its writes may share one RocksDB write (WriteGroup)
+  kAsking = 1 << 17,        // Redis's "asking" flag (RESTORE-ASKING): runs on an importing slot
 };
 
 using Argv = std::vector<std::string_view>;
@@ -118,5 +119,6 @@ void RegisterIntrospectionCommands(CommandTable& table);
 void RegisterCfCommands(CommandTable& table);
 void RegisterStringCommands(CommandTable& table);
 void RegisterTransactionCommands(CommandTable& table);
+void RegisterDumpCommands(CommandTable& table);
 
 }  // namespace cuckood::server

@@ -128,6 +128,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterServerCommands(table_);
   RegisterIntrospectionCommands(table_);
   RegisterCfCommands(table_);
+  RegisterDumpCommands(table_);
 }
 
 Server::~Server() {

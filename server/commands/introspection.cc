@@ -52,6 +52,7 @@ std::vector<std::string> CommandFlags(const CommandSpec& spec) {
   add(kLoading, "loading");
   add(kStale, "stale");
   add(kSkipSlowlog, "skip_slowlog");
+  add(kAsking, "asking");
   add(kFast, "fast");
   add(kNoAuth, "no_auth");
   return flags;
