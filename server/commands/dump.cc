@@ -170,18 +170,27 @@ std::vector<CommandArgDoc> RestoreArgs() {
 void RegisterDumpCommands(CommandTable& table) {
   constexpr std::string_view kRestoreComplexity =
       "O(1) to create the new key and additional O(N*M) to reconstruct the serialized value, "
-      "where N is the number of Redis objects composing the value and M their average size.";
-  table.Add(Row("dump", 2, kReadOnly | kBackground, Dump,
-                "Returns a serialized representation of the value stored at a key.", "2.6.0",
-                "O(1) to access the key and additional O(N*M) to serialize it, where N is the "
-                "number of Redis objects composing the value and M their average size.",
-                {{"key", "key", "", false, false}}, {"keyspace"}));
+      "where N is the number of Redis objects composing the value and M their average size. For "
+      "small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply "
+      "O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting "
+      "values into sorted sets is O(log(N)).";
+  table.Add(
+      Row("dump", 2, kReadOnly | kBackground, Dump,
+          "Return a serialized version of the value stored at the specified key.", "2.6.0",
+          "O(1) to access the key and additional O(N*M) to serialize it, where N is the "
+          "number of Redis objects composing the value and M their average size. For small string "
+          "values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
+          {{"key", "key", "", false, false}}, {"keyspace"}));
   table.Add(Row("restore", -4, kWrite | kDenyOom | kBackground, Restore,
-                "Creates a key from the serialized representation of a value.", "2.6.0",
-                std::string(kRestoreComplexity), RestoreArgs(), {"keyspace", "dangerous"}));
-  table.Add(Row("restore-asking", -4, kWrite | kDenyOom | kAsking | kBackground, Restore,
-                "An internal command for migrating keys in a cluster.", "3.0.0",
-                std::string(kRestoreComplexity), RestoreArgs(), {"keyspace", "dangerous"}));
+                "Create a key using the provided serialized value, previously obtained using DUMP.",
+                "2.6.0", std::string(kRestoreComplexity), RestoreArgs(),
+                {"keyspace", "dangerous"}));
+  CommandSpec asking =
+      Row("restore-asking", -4, kWrite | kDenyOom | kAsking | kBackground, Restore,
+          "An internal command for migrating keys in a cluster", "3.0.0",
+          std::string(kRestoreComplexity), RestoreArgs(), {"keyspace", "dangerous"});
+  asking.group = "server";
+  table.Add(std::move(asking));
 }
 
 }  // namespace cuckood::server

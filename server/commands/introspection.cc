@@ -157,6 +157,9 @@ std::vector<KeySpec> KeySpecs(const CommandSpec& spec) {
   if (n == "exists" || n == "type" || n == "memory|usage" || n == "disk|usage" || n == "watch") {
     return one({"RO"});
   }
+  if (n == "restore" || n == "restore-asking") {
+    return one({"OW", "update"});
+  }
   if (n == "set") {
     return one({"RW", "access", "update", "variable_flags"});
   }
