@@ -5,6 +5,7 @@
 
 #include "core/rdb.h"
 #include "server/command.h"
+#include "server/commands/family.h"
 #include "server/server.h"
 #include "server/util.h"
 #include "storage/db.h"
@@ -191,6 +192,7 @@ void RegisterDumpCommands(CommandTable& table) {
           std::string(kRestoreComplexity), RestoreArgs(), {"keyspace", "dangerous"});
   asking.group = "server";
   table.Add(std::move(asking));
+  RegisterMigrateCommand(table);
 }
 
 }  // namespace cuckood::server
