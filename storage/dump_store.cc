@@ -110,8 +110,8 @@ StatusOr<std::optional<std::string>> Db::Dump(uint16_t ns, std::string_view key)
   return std::optional<std::string>(std::move(payload));
 }
 
-Status Db::Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& payload,
-                   uint64_t expire_ms, const CfSettings& settings) {
+StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& payload,
+                           uint64_t expire_ms, const CfSettings& settings) {
   auto old = Get(ns, key);
   if (!old.ok()) {
     return old.status();
@@ -124,9 +124,13 @@ Status Db::Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& 
     }
     if (expired) {
       // Redis loads the value, then drops it: the old key goes (REPLACE), nothing is created.
-      return old->has_value() ? Delete(ns, key).status() : Status::Ok();
+      return old->has_value() ? Delete(ns, key) : StatusOr<bool>(false);
     }
-    return SetString(ns, key, value, expire_ms, false);
+    auto s = SetString(ns, key, value, expire_ms, false);
+    if (!s.ok()) {
+      return s;
+    }
+    return true;
   }
   const core::FilterMeta& filter = payload.filter;
   core::Limits limits;
@@ -165,15 +169,21 @@ Status Db::Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& 
   if (old->has_value()) {
     DropAlias(&batch, ns, **old);
   }
+  Status s;
   if (expired) {
     if (!old->has_value()) {
-      return Status::Ok();
+      return false;
     }
     (void)batch.Delete(engine_->metadata_cf(), mk);
-    return Commit(&batch, nullptr, {{mk, nullptr}});
+    s = Commit(&batch, nullptr, {{mk, nullptr}});
+  } else {
+    (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
+    s = Commit(&batch, nullptr, {{mk, &meta}});
   }
-  (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
-  return Commit(&batch, nullptr, {{mk, &meta}});
+  if (!s.ok()) {
+    return s;
+  }
+  return true;
 }
 
 }  // namespace cuckood::storage

@@ -29,9 +29,11 @@ void Dump(CommandContext& ctx) {
     return;
   }
   if (!payload->has_value()) {
+    ctx.server.stats().keyspace_misses++;
     ctx.out.Null();
     return;
   }
+  ctx.server.stats().keyspace_hits++;
   ctx.out.Bulk(**payload);
 }
 
@@ -129,12 +131,14 @@ void Restore(CommandContext& ctx) {
     const uint64_t now = storage::NowMs();
     expire_ms = o.absttl ? t : (t > std::numeric_limits<uint64_t>::max() - now ? t : t + now);
   }
-  auto s = db.Restore(ctx.client.db, key, payload, expire_ms, ctx.server.cf_settings());
-  if (!s.ok()) {
-    ReplyStatusError(ctx.out, s);
+  auto changed = db.Restore(ctx.client.db, key, payload, expire_ms, ctx.server.cf_settings());
+  if (!changed.ok()) {
+    ReplyStatusError(ctx.out, changed.status());
     return;
   }
-  ctx.Modified(key);
+  if (*changed) {
+    ctx.Modified(key);
+  }
   ctx.out.SimpleString("OK");
 }
 
