@@ -216,3 +216,17 @@ def test_size_limits(server, fresh_server):
         assert reply.startswith(b"-ERR Protocol error")
     finally:
         raw.close()
+
+
+def test_dump_of_a_renamed_filter_and_of_an_expiring_key(r):
+    r.execute_command("CF.RESERVE", "dp:rn", 500, "BUCKETSIZE", 2)
+    fill(r, "dp:rn", 300)
+    payload = r.dump("dp:rn")
+    r.rename("dp:rn", "dp:rn2")  # the pages stay under the old name
+    assert r.dump("dp:rn2") == payload
+    assert r.dump("dp:rn") is None
+    # DUMP carries no TTL: the restored key has none unless RESTORE gives one.
+    r.pexpire("dp:rn2", 100000)
+    assert r.dump("dp:rn2") == payload
+    assert r.restore("dp:rn3", 0, payload)
+    assert r.ttl("dp:rn3") == -1
