@@ -19,18 +19,25 @@ namespace {
 
 const Status kBadFormat(Code::kInvalid, "ERR Bad data format");
 
+// Bytes of non-zero pages a restore may put in its batch: a multiple of the payload's size
+// (real fingerprints hardly compress, zeros are not written) plus a margin. A crafted payload
+// (LZF expands a 3-byte copy to 264 bytes) cannot make the batch exhaust memory.
+constexpr uint64_t kBatchBytesPerPayloadByte = 8;
+constexpr uint64_t kBatchBytesMargin = 16ULL << 20;
+
 // Cuts a sub-filter's byte stream into pages and adds each one that holds a fingerprint to the
-// batch (a page never written reads as zeros).
+// batch (a page never written reads as zeros), within *budget bytes.
 class PageWriter {
  public:
   PageWriter(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, const std::string& prefix,
-             const PageGeometry& geo, uint16_t filter, uint64_t num_buckets)
+             const PageGeometry& geo, uint16_t filter, uint64_t num_buckets, uint64_t* budget)
       : batch_(batch),
         cf_(cf),
         key_(EncodePageKey(prefix, filter, 0)),
         geo_(geo),
         filter_(filter),
-        num_buckets_(num_buckets) {}
+        num_buckets_(num_buckets),
+        budget_(budget) {}
 
   bool Add(std::string_view piece) {
     while (!piece.empty()) {
@@ -39,7 +46,9 @@ class PageWriter {
         return false;  // more bytes than the sub-filter holds
       }
       if (buffer_.empty() && piece.size() >= want) {
-        Put(piece.substr(0, static_cast<size_t>(want)));  // a whole page, no copy
+        if (!Put(piece.substr(0, static_cast<size_t>(want)))) {  // a whole page, no copy
+          return false;
+        }
         piece.remove_prefix(static_cast<size_t>(want));
         continue;
       }
@@ -48,7 +57,9 @@ class PageWriter {
       buffer_.append(piece.substr(0, take));
       piece.remove_prefix(take);
       if (buffer_.size() == want) {
-        Put(buffer_);
+        if (!Put(buffer_)) {
+          return false;
+        }
         buffer_.clear();
       }
     }
@@ -58,13 +69,18 @@ class PageWriter {
   bool Done() const { return buffer_.empty() && geo_.PageLength(page_, num_buckets_) == 0; }
 
  private:
-  void Put(std::string_view bytes) {
+  bool Put(std::string_view bytes) {
     const bool empty = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
     if (!empty) {
+      if (bytes.size() > *budget_) {
+        return false;
+      }
+      *budget_ -= bytes.size();
       SetPageKeySuffix(&key_, filter_, static_cast<uint32_t>(page_));
       (void)batch_->Put(cf_, key_, rocksdb::Slice(bytes.data(), bytes.size()));
     }
     ++page_;
+    return true;
   }
 
   rocksdb::WriteBatch* batch_;
@@ -73,6 +89,7 @@ class PageWriter {
   const PageGeometry& geo_;
   uint16_t filter_;
   uint64_t num_buckets_;
+  uint64_t* budget_;
   uint64_t page_ = 0;
   std::string buffer_;
 };
@@ -153,10 +170,14 @@ StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::P
   meta.cuckoo.page_size = settings.page_size;
   const std::string prefix = EncodePagePrefix(ns, key, meta.version);
   const PageGeometry geo(meta.cuckoo.page_size, filter.bucket_size);
+  uint64_t budget = kBatchBytesMargin;
+  for (const auto& sub : payload.sub_filters) {
+    budget += kBatchBytesPerPayloadByte * sub.bytes.size();
+  }
   rocksdb::WriteBatch batch;
   for (uint32_t f = 0; f < filter.num_filters; ++f) {
     PageWriter pages(&batch, engine_->pages_cf(), prefix, geo, static_cast<uint16_t>(f),
-                     core::SubFilterBuckets(filter, f));
+                     core::SubFilterBuckets(filter, f), &budget);
     auto sink = [&pages](std::string_view piece) { return pages.Add(piece); };
     if (!core::rdb::Decode(payload.sub_filters[f], sink) || !pages.Done()) {
       return kBadFormat;

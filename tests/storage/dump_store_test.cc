@@ -158,3 +158,22 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     CHECK_FALSE(RawMeta(t.engine(), 0, "wide2").has_value());
   }
 }
+
+TEST_CASE("Restore refuses a payload that expands far beyond its size", "[dump]") {
+  TestDb t;
+  // 32 MiB of non-zero bucket bytes that LZF packs into well under 1 MiB: legitimate filters
+  // (random fingerprints and zeros) never look like this.
+  core::FilterMeta meta;
+  meta.base_num_buckets = 1 << 20;
+  meta.bucket_size = 32;
+  meta.num_items = 1;
+  std::string payload;
+  rdb::BeginCuckoo(&payload, meta);
+  rdb::AppendSubFilter(&payload, meta.base_num_buckets, std::string(32 << 20, '\x01'));
+  rdb::EndCuckoo(&payload);
+  REQUIRE(payload.size() < (1 << 20));
+  auto r = t.db().Restore(0, "bomb", Parse(payload), 0, CfSettings());
+  CHECK(r.status().message() == "ERR Bad data format");
+  CHECK(AllPages(t.engine()).empty());
+  CHECK_FALSE(RawMeta(t.engine(), 0, "bomb").has_value());
+}
