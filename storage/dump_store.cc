@@ -2,9 +2,10 @@
 //
 // DUMP reads the metadata and every page through one RocksDB snapshot, as CF.SCANDUMP does, so
 // the payload is one committed state. RESTORE decodes each sub-filter's bytes (LZF streamed
-// through its 8 KiB window) straight into page writes of a new filter version: the payload and
-// the write batch are the only copies of the filter, and the batch holds the metadata too, so the
-// key changes in one step (a payload whose bytes turn out malformed writes nothing).
+// through its 8 KiB window) straight into page writes of a new filter version, written in
+// batches of a few MiB while the version is pinned; the metadata comes in the last batch, so
+// the key changes in one step and a payload whose bytes turn out malformed leaves only pages no
+// metadata names (dropped by compaction like any dead version's).
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
@@ -19,25 +20,64 @@ namespace {
 
 const Status kBadFormat(Code::kInvalid, "ERR Bad data format");
 
-// Bytes of non-zero pages a restore may put in its batch: a multiple of the payload's size
-// (real fingerprints hardly compress, zeros are not written) plus a margin. A crafted payload
-// (LZF expands a 3-byte copy to 264 bytes) cannot make the batch exhaust memory.
-constexpr uint64_t kBatchBytesPerPayloadByte = 8;
-constexpr uint64_t kBatchBytesMargin = 16ULL << 20;
+// A restore's pages go to RocksDB in batches of about this size, under a version pinned until
+// the metadata (in the last batch) is committed: the payload and one batch are all the restore
+// holds, however large the filter.
+constexpr size_t kPageBatchBytes = 8 << 20;
 
-// Cuts a sub-filter's byte stream into pages and adds each one that holds a fingerprint to the
-// batch (a page never written reads as zeros), within *budget bytes.
+// The pages of a restore: batches written out as they fill (or, for a dry run, only counted),
+// the last one left for the caller to add the metadata to.
+class PageBatches {
+ public:
+  PageBatches(Engine* engine, bool dry_run) : engine_(engine), dry_run_(dry_run) {}
+  rocksdb::WriteBatch* last() { return &batch_; }
+  const Status& status() const { return status_; }
+
+  bool Put(const std::string& key, std::string_view bytes) {
+    (void)batch_.Put(engine_->pages_cf(), key, rocksdb::Slice(bytes.data(), bytes.size()));
+    if (batch_.GetDataSize() < kPageBatchBytes) {
+      return true;
+    }
+    if (!dry_run_) {
+      status_ = engine_->Write(&batch_);
+    }
+    batch_.Clear();
+    return status_.ok();
+  }
+
+ private:
+  Engine* engine_;
+  bool dry_run_;
+  rocksdb::WriteBatch batch_;
+  Status status_;
+};
+
+// Keeps a version's pages from the compaction filter while it lives (Engine::PinVersion).
+class VersionPin {
+ public:
+  VersionPin(Engine* engine, uint64_t version) : engine_(engine), version_(version) {
+    engine_->PinVersion(version_);
+  }
+  ~VersionPin() { engine_->UnpinVersion(version_); }
+  VersionPin(const VersionPin&) = delete;
+  VersionPin& operator=(const VersionPin&) = delete;
+
+ private:
+  Engine* engine_;
+  uint64_t version_;
+};
+
+// Cuts a sub-filter's byte stream into pages and hands each one that holds a fingerprint to
+// the batches (a page never written reads as zeros).
 class PageWriter {
  public:
-  PageWriter(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, const std::string& prefix,
-             const PageGeometry& geo, uint16_t filter, uint64_t num_buckets, uint64_t* budget)
-      : batch_(batch),
-        cf_(cf),
+  PageWriter(PageBatches* out, const std::string& prefix, const PageGeometry& geo, uint16_t filter,
+             uint64_t num_buckets)
+      : out_(out),
         key_(EncodePageKey(prefix, filter, 0)),
         geo_(geo),
         filter_(filter),
-        num_buckets_(num_buckets),
-        budget_(budget) {}
+        num_buckets_(num_buckets) {}
 
   bool Add(std::string_view piece) {
     while (!piece.empty()) {
@@ -71,25 +111,19 @@ class PageWriter {
  private:
   bool Put(std::string_view bytes) {
     const bool empty = std::all_of(bytes.begin(), bytes.end(), [](char c) { return c == 0; });
-    if (!empty) {
-      if (bytes.size() > *budget_) {
-        return false;
-      }
-      *budget_ -= bytes.size();
-      SetPageKeySuffix(&key_, filter_, static_cast<uint32_t>(page_));
-      (void)batch_->Put(cf_, key_, rocksdb::Slice(bytes.data(), bytes.size()));
-    }
     ++page_;
-    return true;
+    if (empty) {
+      return true;
+    }
+    SetPageKeySuffix(&key_, filter_, static_cast<uint32_t>(page_ - 1));
+    return out_->Put(key_, bytes);
   }
 
-  rocksdb::WriteBatch* batch_;
-  rocksdb::ColumnFamilyHandle* cf_;
+  PageBatches* out_;
   std::string key_;
   const PageGeometry& geo_;
   uint16_t filter_;
   uint64_t num_buckets_;
-  uint64_t* budget_;
   uint64_t page_ = 0;
   std::string buffer_;
 };
@@ -170,21 +204,23 @@ StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::P
   meta.cuckoo.page_size = settings.page_size;
   const std::string prefix = EncodePagePrefix(ns, key, meta.version);
   const PageGeometry geo(meta.cuckoo.page_size, filter.bucket_size);
-  uint64_t budget = kBatchBytesMargin;
-  for (const auto& sub : payload.sub_filters) {
-    budget += kBatchBytesPerPayloadByte * sub.bytes.size();
-  }
-  rocksdb::WriteBatch batch;
+  VersionPin pin(engine_, meta.version);
+  PageBatches pages(engine_, /*dry_run=*/expired);
   for (uint32_t f = 0; f < filter.num_filters; ++f) {
-    PageWriter pages(&batch, engine_->pages_cf(), prefix, geo, static_cast<uint16_t>(f),
-                     core::SubFilterBuckets(filter, f), &budget);
-    auto sink = [&pages](std::string_view piece) { return pages.Add(piece); };
-    if (!core::rdb::Decode(payload.sub_filters[f], sink) || !pages.Done()) {
-      return kBadFormat;
+    PageWriter writer(&pages, prefix, geo, static_cast<uint16_t>(f),
+                      core::SubFilterBuckets(filter, f));
+    auto sink = [&writer](std::string_view piece) { return writer.Add(piece); };
+    const bool decoded = core::rdb::Decode(payload.sub_filters[f], sink) && writer.Done();
+    if (!pages.status().ok()) {
+      return pages.status();
     }
-    if (expired) {
-      batch.Clear();  // only checked, never written
+    if (!decoded) {
+      return kBadFormat;  // (pages already written stay unreachable: no metadata names them)
     }
+  }
+  rocksdb::WriteBatch& batch = *pages.last();
+  if (expired) {
+    batch.Clear();  // only checked, never written
   }
   const std::string mk = EncodeMetaKey(ns, key);
   if (old->has_value()) {

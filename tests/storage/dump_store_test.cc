@@ -1,6 +1,7 @@
 // DUMP / RESTORE in Db (storage/dump_store.cc): the payload of a filter and of a string, restores
-// into a new version written in one batch with only the pages that hold fingerprints, page sizes
-// other than the source's, REPLACE, expiries, and payloads that fail half-way writing nothing.
+// into a new version with only the pages that hold fingerprints, page sizes other than the
+// source's, REPLACE, expiries, large restores in several batches under a pinned version, and
+// payloads that fail half-way creating no key.
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -130,7 +131,7 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     REQUIRE(r.ok());
     CHECK_FALSE(*r);
   }
-  SECTION("damaged LZF bytes: no metadata, no pages, the old key kept") {
+  SECTION("damaged LZF bytes: the old key kept, no new page (a small filter: one batch)") {
     REQUIRE(t.db().CfReserve(0, "big", Reserve(8192, 2), s).ok());
     std::vector<std::string> owned;
     REQUIRE(t.db().CfInsert(0, "big", ItemList(owned, 2000, "w"), false, true, 0, s).ok());
@@ -159,10 +160,10 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
   }
 }
 
-TEST_CASE("Restore refuses a payload that expands far beyond its size", "[dump]") {
+TEST_CASE("A large restore is written in several batches under a pinned version", "[dump]") {
   TestDb t;
-  // 32 MiB of non-zero bucket bytes that LZF packs into well under 1 MiB: legitimate filters
-  // (random fingerprints and zeros) never look like this.
+  // 32 MiB of non-zero bucket bytes that LZF packs into well under 1 MiB: the restore holds the
+  // payload and one batch of pages at a time, and the key appears only with the last batch.
   core::FilterMeta meta;
   meta.base_num_buckets = 1 << 20;
   meta.bucket_size = 32;
@@ -172,8 +173,57 @@ TEST_CASE("Restore refuses a payload that expands far beyond its size", "[dump]"
   rdb::AppendSubFilter(&payload, meta.base_num_buckets, std::string(32 << 20, '\x01'));
   rdb::EndCuckoo(&payload);
   REQUIRE(payload.size() < (1 << 20));
-  auto r = t.db().Restore(0, "bomb", Parse(payload), 0, CfSettings());
-  CHECK(r.status().message() == "ERR Bad data format");
+  const CfSettings settings;
+  SECTION("complete") {
+    auto r = t.db().Restore(0, "big", Parse(payload), 0, settings);
+    REQUIRE(r.ok());
+    CHECK(DumpOf(t.db(), "big") == payload);
+    // Once the metadata names the version, compaction keeps its pages.
+    REQUIRE(
+        t.engine()
+            .db()
+            ->CompactRange(rocksdb::CompactRangeOptions(), t.engine().pages_cf(), nullptr, nullptr)
+            .ok());
+    CHECK(DumpOf(t.db(), "big") == payload);
+  }
+  SECTION("cut short after some batches: no key, and compaction drops the pages") {
+    auto p = Parse(payload);
+    p.sub_filters[0].bytes =
+        p.sub_filters[0].bytes.substr(0, p.sub_filters[0].bytes.size() * 3 / 4);
+    auto r = t.db().Restore(0, "big", p, 0, settings);
+    CHECK(r.status().message() == "ERR Bad data format");
+    CHECK_FALSE(RawMeta(t.engine(), 0, "big").has_value());
+    CHECK_FALSE(AllPages(t.engine()).empty());  // some batches went out
+    REQUIRE(
+        t.engine()
+            .db()
+            ->CompactRange(rocksdb::CompactRangeOptions(), t.engine().pages_cf(), nullptr, nullptr)
+            .ok());
+    CHECK(AllPages(t.engine()).empty());
+  }
+}
+
+TEST_CASE("A pinned version's pages survive compaction without metadata", "[dump]") {
+  TestDb t;
+  auto v = t.engine().NewVersion();
+  REQUIRE(v.ok());
+  const std::string key = EncodePageKey(EncodePagePrefix(0, "pinned", *v), 0, 0);
+  auto compact = [&] {
+    REQUIRE(
+        t.engine()
+            .db()
+            ->CompactRange(rocksdb::CompactRangeOptions(), t.engine().pages_cf(), nullptr, nullptr)
+            .ok());
+  };
+  t.engine().PinVersion(*v);
+  t.engine().PinVersion(*v);  // pins nest
+  REQUIRE(t.engine().db()->Put(rocksdb::WriteOptions(), t.engine().pages_cf(), key, "x").ok());
+  compact();
+  CHECK(AllPages(t.engine()).size() == 1);
+  t.engine().UnpinVersion(*v);
+  compact();
+  CHECK(AllPages(t.engine()).size() == 1);
+  t.engine().UnpinVersion(*v);
+  compact();
   CHECK(AllPages(t.engine()).empty());
-  CHECK_FALSE(RawMeta(t.engine(), 0, "bomb").has_value());
 }
