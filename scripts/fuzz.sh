@@ -43,7 +43,7 @@ main() {
     targets=("$@")
   else
     targets=()
-    for t in fuzz_resp_parser fuzz_dump_header fuzz_metadata fuzz_page_merge fuzz_cf_argv; do
+    for t in fuzz_resp_parser fuzz_dump_header fuzz_rdb_payload fuzz_metadata fuzz_page_merge fuzz_cf_argv; do
       [ "$t" = fuzz_cf_argv ] && [ "$server" = OFF ] && continue
       [ -x "$BUILD/$t" ] && targets+=("$t")
     done

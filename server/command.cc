@@ -46,6 +46,20 @@ std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& a
   if (spec.first_key <= 0) {
     return keys;
   }
+  if ((spec.flags & kMovableKeys) && spec.name == "migrate" && argv.size() > 3 && argv[3].empty()) {
+    // MIGRATE host port "" db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 user pw] KEYS k...
+    for (size_t i = 6; i < argv.size(); ++i) {
+      if (EqualsIgnoreCase(argv[i], "auth2")) {
+        i += 2;
+      } else if (EqualsIgnoreCase(argv[i], "auth")) {
+        i += 1;
+      } else if (EqualsIgnoreCase(argv[i], "keys")) {
+        keys.assign(argv.begin() + static_cast<std::ptrdiff_t>(i) + 1, argv.end());
+        break;
+      }
+    }
+    return keys;
+  }
   const int argc = static_cast<int>(argv.size());
   int last = spec.last_key;
   if (last < 0) {

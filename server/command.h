@@ -36,6 +36,8 @@ enum CommandFlag : uint32_t {
   kBackground = 1 << 14,    // may run long: executed off the io thread (the connection waits)
   kHandlerArity = 1 << 15,  // inside MULTI, queued without an arity check (checked at EXEC)
   kGroupCommit = 1 << 16,   // pipelined, its writes may share one RocksDB write (WriteGroup)
+  kAsking = 1 << 17,        // Redis's "asking" flag (RESTORE-ASKING): runs on an importing slot
+  kMovableKeys = 1 << 18,   // keys not all at first/last/step (MIGRATE): CommandKeys finds them
 };
 
 using Argv = std::vector<std::string_view>;
@@ -108,7 +110,8 @@ class CommandTable {
   std::vector<const CommandSpec*> order_;
 };
 
-// Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS).
+// Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS). MIGRATE's keys are its
+// key argument, or when that is empty, every argument after its KEYS option.
 std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv);
 
 void RegisterConnectionCommands(CommandTable& table);
@@ -120,5 +123,6 @@ void RegisterStringCommands(CommandTable& table);
 void RegisterTransactionCommands(CommandTable& table);
 void RegisterReplicationCommands(CommandTable& table);
 void RegisterPubSubCommands(CommandTable& table);
+void RegisterDumpCommands(CommandTable& table);
 
 }  // namespace cuckood::server

@@ -142,6 +142,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterIntrospectionCommands(table_);
   RegisterCfCommands(table_);
   RegisterPubSubCommands(table_);
+  RegisterDumpCommands(table_);
 }
 
 Server::~Server() {

@@ -18,6 +18,7 @@
 
 #include "core/dump.h"
 #include "core/filter.h"
+#include "core/rdb.h"
 #include "storage/engine.h"
 #include "storage/format.h"
 #include "storage/locks.h"
@@ -133,6 +134,17 @@ class Db {
   // filter!"); else a chunk (kNotFound / kWrongType / kInvalid "Couldn't load chunk!").
   Status CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::string_view data,
                      const CfSettings& settings);
+
+  // ---- DUMP / RESTORE (dump_store.cc) ----------------------------------------------------------
+  // The DUMP payload of a key (nullopt when absent), read through one snapshot.
+  StatusOr<std::optional<std::string>> Dump(uint16_t ns, std::string_view key);
+  // Stores the value of a parsed payload (core::rdb::ParsePayload) under key, replacing what is
+  // there, with expiry expire_ms (0 = none), in one write batch; a filter gets a new version.
+  // An expiry already past only checks the value and deletes the old key. Returns whether the
+  // key changed (false: already expired and there was no old key). kInvalid "ERR Bad data
+  // format": the bytes do not decode, or the filter is larger than the settings allow.
+  StatusOr<bool> Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& payload,
+                         uint64_t expire_ms, const CfSettings& settings);
 
   // A key's live metadata, decoded, with the prefix of its page keys when it is a filter; null
   // when absent. Lookups share it: the decoding of a cached record is reused (per thread) for

@@ -13,6 +13,8 @@
 #include <cstdarg>
 #include <cstdio>
 #include <filesystem>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include "storage/buffer_pool.h"
@@ -32,6 +34,18 @@ uint64_t NowMs() {
 struct FilterContext {
   std::atomic<rocksdb::DB*> db{nullptr};
   std::atomic<rocksdb::ColumnFamilyHandle*> metadata{nullptr};
+  // Versions being written (Engine::PinVersion); pinned_count spares the lock when none is.
+  std::atomic<size_t> pinned_count{0};
+  std::mutex pinned_mu;
+  std::multiset<uint64_t> pinned;
+
+  bool Pinned(uint64_t version) {
+    if (pinned_count.load(std::memory_order_acquire) == 0) {
+      return false;
+    }
+    std::lock_guard lock(pinned_mu);
+    return pinned.count(version) != 0;
+  }
 };
 
 namespace {
@@ -84,6 +98,13 @@ class PagesFilter final : public rocksdb::CompactionFilter {
 
  private:
   bool Alive(const PageKeyParts& parts) const noexcept {
+    try {
+      if (ctx_->Pinned(parts.version)) {
+        return true;
+      }
+    } catch (...) {
+      return true;
+    }
     rocksdb::DB* db = ctx_->db.load();
     rocksdb::ColumnFamilyHandle* meta_cf = ctx_->metadata.load();
     if (db == nullptr || meta_cf == nullptr) {
@@ -464,6 +485,21 @@ void Engine::SyncLoop() {
       NoteWriteError(db_->SyncWAL());
       lock.lock();
     }
+  }
+}
+
+void Engine::PinVersion(uint64_t version) {
+  std::lock_guard lock(filter_context_->pinned_mu);
+  filter_context_->pinned.insert(version);
+  filter_context_->pinned_count.fetch_add(1, std::memory_order_release);
+}
+
+void Engine::UnpinVersion(uint64_t version) {
+  std::lock_guard lock(filter_context_->pinned_mu);
+  auto it = filter_context_->pinned.find(version);
+  if (it != filter_context_->pinned.end()) {
+    filter_context_->pinned.erase(it);
+    filter_context_->pinned_count.fetch_sub(1, std::memory_order_release);
   }
 }
 

@@ -79,6 +79,12 @@ class Engine {
 
   // A version number never handed out before, in this run or an earlier one.
   StatusOr<uint64_t> NewVersion();
+  // While a version is pinned, the pages compaction filter keeps all of its pages even though
+  // no metadata names it yet: for a filter written in several batches before its metadata
+  // (RESTORE). Unpin after the metadata is committed, or to abandon the pages (they are dropped
+  // like any dead version's). Thread-safe; pins nest.
+  void PinVersion(uint64_t version);
+  void UnpinVersion(uint64_t version);
 
   // Commits a batch with the configured durability (Submit, then Await). Errors are converted
   // for clients.

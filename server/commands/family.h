@@ -81,6 +81,9 @@ inline CommandSpec ContainerSpec(std::string name, std::string summary, std::str
   return spec;
 }
 
+// MIGRATE (migrate.cc), registered by RegisterDumpCommands.
+void RegisterMigrateCommand(CommandTable& table);
+
 // MEMORY and DISK (memory.cc), registered by RegisterKeyspaceCommands.
 void RegisterMemoryCommands(CommandTable& table);
 

@@ -52,8 +52,10 @@ std::vector<std::string> CommandFlags(const CommandSpec& spec) {
   add(kLoading, "loading");
   add(kStale, "stale");
   add(kSkipSlowlog, "skip_slowlog");
+  add(kAsking, "asking");
   add(kFast, "fast");
   add(kNoAuth, "no_auth");
+  add(kMovableKeys, "movablekeys");
   return flags;
 }
 
@@ -129,9 +131,11 @@ std::vector<std::string> Categories(const CommandSpec& spec) {
 // One key spec: flags, begin_search index, find_keys range (lastkey relative to the first key).
 struct KeySpec {
   std::vector<std::string_view> flags;
-  int index = 0;
+  int index = 0;  // begin_search by index (with a keyword: past every argument, for GETKEYS)
   int lastkey = 0;
   int step = 1;
+  std::string_view keyword = {};  // begin_search by keyword, searched from `startfrom`
+  int startfrom = 0;
 };
 
 // Redis 7.0's key specs for the commands it knows; otherwise one range spec from the row's key
@@ -156,6 +160,13 @@ std::vector<KeySpec> KeySpecs(const CommandSpec& spec) {
   if (n == "exists" || n == "type" || n == "memory|usage" || n == "disk|usage" || n == "watch") {
     return one({"RO"});
   }
+  if (n == "migrate") {
+    return {{{"RW", "access", "delete"}, 3, 0, 1},
+            {{"RW", "access", "delete", "incomplete"}, 1 << 30, -1, 1, "KEYS", -2}};
+  }
+  if (n == "restore" || n == "restore-asking") {
+    return one({"OW", "update"});
+  }
   if (n == "set") {
     return one({"RW", "access", "update", "variable_flags"});
   }
@@ -178,11 +189,21 @@ void WriteKeySpecs(resp::Writer& out, const CommandSpec& spec) {
     out.Bulk("begin_search");
     out.MapHeader(2);
     out.Bulk("type");
-    out.Bulk("index");
-    out.Bulk("spec");
-    out.MapHeader(1);
-    out.Bulk("index");
-    out.Integer(ks.index);
+    if (!ks.keyword.empty()) {
+      out.Bulk("keyword");
+      out.Bulk("spec");
+      out.MapHeader(2);
+      out.Bulk("keyword");
+      out.Bulk(ks.keyword);
+      out.Bulk("startfrom");
+      out.Integer(ks.startfrom);
+    } else {
+      out.Bulk("index");
+      out.Bulk("spec");
+      out.MapHeader(1);
+      out.Bulk("index");
+      out.Integer(ks.index);
+    }
     out.Bulk("find_keys");
     out.MapHeader(2);
     out.Bulk("type");

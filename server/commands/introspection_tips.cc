@@ -16,6 +16,8 @@ const std::vector<std::string_view>& CommandTips(std::string_view name) {
       {"del", {"request_policy:multi_shard", "response_policy:agg_sum"}},
       {"unlink", {"request_policy:multi_shard", "response_policy:agg_sum"}},
       {"exists", {"request_policy:multi_shard", "response_policy:agg_sum"}},
+      {"dump", {"nondeterministic_output"}},
+      {"migrate", {"nondeterministic_output"}},
       {"ttl", {"nondeterministic_output"}},
       {"pttl", {"nondeterministic_output"}},
       {"scan", {"nondeterministic_output", "request_policy:special"}},
