@@ -118,5 +118,6 @@ void RegisterIntrospectionCommands(CommandTable& table);
 void RegisterCfCommands(CommandTable& table);
 void RegisterStringCommands(CommandTable& table);
 void RegisterTransactionCommands(CommandTable& table);
+void RegisterClusterCommands(CommandTable& table);
 
 }  // namespace cuckood::server

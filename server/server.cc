@@ -9,6 +9,7 @@
 #include <random>
 #include <sstream>
 
+#include "server/cluster_mode.h"
 #include "server/connection.h"
 #include "server/util.h"
 
@@ -128,6 +129,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterServerCommands(table_);
   RegisterIntrospectionCommands(table_);
   RegisterCfCommands(table_);
+  RegisterClusterCommands(table_);
 }
 
 Server::~Server() {
@@ -236,6 +238,9 @@ void Server::Start() {
   engine_ = std::move(*engine);
   db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes, cfg.cache_size);
   background_ = std::make_unique<asio::thread_pool>(2);
+  if (cfg.cluster_enabled) {
+    cluster_ = OpenClusterState(cfg);  // before the listeners: no client sees a node without it
+  }
 
   int workers =
       cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
@@ -614,6 +619,14 @@ void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
     stats_.CountError("NOAUTH");
     out.Error("NOAUTH Authentication required.");
     return;
+  }
+  // Cluster mode: the one routing check (MOVED / CROSSSLOT / CLUSTERDOWN), before queuing too.
+  if (cluster_ != nullptr) {
+    if (auto redirect = ClusterRedirect(*this, client, *spec, argv)) {
+      stats_.For(spec->name).rejected_calls++;
+      reject(*redirect);
+      return;
+    }
   }
   if (client.in_multi && !(spec->flags & kNoMulti)) {
     client.queued.emplace_back(argv.begin(), argv.end());

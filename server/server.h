@@ -32,6 +32,10 @@ namespace asio::ssl {
 class context;
 }  // namespace asio::ssl
 
+namespace cuckood::cluster {
+class ClusterState;
+}  // namespace cuckood::cluster
+
 namespace cuckood::server {
 
 class Connection;
@@ -80,6 +84,10 @@ struct Client {
   size_t group_commands = 0;
   std::weak_ptr<void> owner;          // the connection, kept alive while its replies wait
   std::function<void()> flush_later;  // posts a flush of the connection's replies
+  // Cluster mode: READONLY (a replica may serve this client's reads) and ASKING (for the next
+  // command only).
+  bool cluster_readonly = false;
+  bool cluster_asking = false;
 };
 
 struct SlowlogEntry {
@@ -172,6 +180,8 @@ class Server {
   void set_executable(std::string path) { executable_ = std::move(path); }
   std::string config_file() const { return config_file_; }
   void set_config_file(std::string path) { config_file_ = std::move(path); }
+  // Cluster mode (server/cluster_mode.h); null when cluster-enabled is no.
+  cluster::ClusterState* cluster() const { return cluster_.get(); }
 
  private:
   void Accept(size_t acceptor);
@@ -236,6 +246,7 @@ class Server {
   int bound_tls_port_ = 0;
   std::string executable_;
   std::string config_file_;
+  std::unique_ptr<cluster::ClusterState> cluster_;
 };
 
 }  // namespace cuckood::server

@@ -132,7 +132,9 @@ TEST_CASE("The option table has one row per Config field, found case-insensitive
                                              "cf-max-expansions",
                                              "cf-sizing",
                                              "cf-page-size",
-                                             "cf-max-filter-bytes"};
+                                             "cf-max-filter-bytes",
+                                             "cluster-enabled",
+                                             "cluster-config-file"};
   std::vector<std::string> names;
   for (const auto& row : OptionTable()) {
     names.push_back(row.name);
@@ -145,9 +147,9 @@ TEST_CASE("The option table has one row per Config field, found case-insensitive
   CHECK(FindOption("cf_bucket_size") == nullptr);
 
   SECTION("start-up-only options are marked immutable") {
-    for (const char* name :
-         {"bind", "port", "dir", "workers", "databases", "logfile", "block-cache-size",
-          "write-buffer-size", "rename-command", "pidfile", "cf-page-size"}) {
+    for (const char* name : {"bind", "port", "dir", "workers", "databases", "logfile",
+                             "block-cache-size", "write-buffer-size", "rename-command", "pidfile",
+                             "cf-page-size", "cluster-enabled", "cluster-config-file"}) {
       INFO(name);
       CHECK_FALSE(FindOption(name)->mutable_at_runtime);
     }
