@@ -233,6 +233,8 @@ TEST_CASE("Every row's value survives get then set on another Config", "[config]
       {"cf-sizing", "load-factor"},
       {"cf-page-size", "4kb"},
       {"cf-max-filter-bytes", "1gb"},
+      {"cluster-enabled", "yes"},
+      {"cluster-config-file", "cluster-nodes.conf"},
   };
   REQUIRE(values.size() == OptionTable().size());
   for (const auto& [name, value] : values) {
