@@ -47,6 +47,9 @@ storage::Status ClusterState::Load() {
 void ClusterState::SetReplicationHook(ReplicationHook hook) {
   std::lock_guard lock(update_mu_);
   hook_ = std::move(hook);
+  if (hook_ && last_role_) {
+    hook_(*last_role_);
+  }
 }
 
 std::shared_ptr<const View> ClusterState::Snapshot() const {

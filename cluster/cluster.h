@@ -42,6 +42,8 @@ class ClusterState {
 
   // Reads the nodes file, if there is one, and adopts what it holds. Errors name the file.
   storage::Status Load();
+  // Installs the hook; when a role is already known (from Load or an earlier SETNODES), the new
+  // hook is called with it at once, so a hook installed after start-up misses nothing.
   void SetReplicationHook(ReplicationHook hook);
 
   std::shared_ptr<const View> Snapshot() const;

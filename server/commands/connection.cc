@@ -101,6 +101,8 @@ void ResetCommand(CommandContext& ctx) {
   c.name.clear();
   c.no_evict = false;
   c.no_touch = false;
+  c.cluster_readonly = false;  // as Redis: back to READWRITE
+  c.cluster_asking = false;
   c.authenticated = ctx.server.config().requirepass.empty();
   ctx.out.SimpleString("RESET");
 }

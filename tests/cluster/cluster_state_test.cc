@@ -192,6 +192,22 @@ TEST_CASE("The replication hook hears each change of role", "[cluster][state]") 
   REQUIRE(state.SetNodes(failed_over, 3, false).ok());
   REQUIRE(calls.size() == 2);
   CHECK_FALSE(calls[1].has_value());
+  SECTION("a hook installed later hears the current role at once") {
+    std::vector<std::optional<std::pair<std::string, int>>> late;
+    state.SetReplicationHook(
+        [&](std::optional<std::pair<std::string, int>> m) { late.push_back(std::move(m)); });
+    REQUIRE(late.size() == 1);
+    CHECK_FALSE(late[0].has_value());
+  }
+  SECTION("a restart reports the role from the nodes file") {
+    ClusterState again(Options(dir));
+    REQUIRE(again.Load().ok());
+    std::vector<std::optional<std::pair<std::string, int>>> loaded;
+    again.SetReplicationHook(
+        [&](std::optional<std::pair<std::string, int>> m) { loaded.push_back(std::move(m)); });
+    REQUIRE(loaded.size() == 1);
+    CHECK_FALSE(loaded[0].has_value());  // B is the master now
+  }
 }
 
 TEST_CASE("ClusterState::Route reads the current topology", "[cluster][state]") {

@@ -327,3 +327,35 @@ def test_redis_cli_follows_moved_and_checks_the_cluster(cluster3):
                          capture_output=True, text=True, timeout=60)
     assert "[OK] All 16384 slots covered." in out.stdout, out.stdout + out.stderr
     assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_a_replica_serves_reads_of_its_master_to_readonly_clients(tmp_path):
+    with ServerGroup(tmp_path, 1, CLUSTER_ARGS) as group:
+        node = group.nodes[0]
+        master, me = "M" * 40, "R" * 40
+        r = RespConnection("127.0.0.1", node.port)
+        try:
+            assert r.call("CLUSTERX", "SETNODEID", me) == "OK"
+            topology = "%s 127.0.0.1 1 master - 0-16383\n%s 127.0.0.1 %d slave %s\n" % (
+                master, me, node.port, master)
+            assert r.call("CLUSTERX", "SETNODES", topology, "3") == "OK"
+            # The replication hook heard the new role (it only logs until replication exists).
+            wait_for(lambda: "replica of 127.0.0.1:1" in node.read_log(), 5, "the hook's log")
+            slot = key_slot(b"k")
+            with pytest.raises(RespError, match="^MOVED %d 127.0.0.1:1$" % slot):
+                r.call("CF.EXISTS", "k", "x")
+            assert r.call("READONLY") == "OK"
+            assert r.call("CF.EXISTS", "k", "x") == 0
+            with pytest.raises(RespError, match="^MOVED %d 127.0.0.1:1$" % slot):
+                r.call("CF.ADD", "k", "x")
+            assert r.call("RESET") == "RESET"  # back to READWRITE, as Redis
+            with pytest.raises(RespError, match="^MOVED"):
+                r.call("CF.EXISTS", "k", "x")
+            assert parse_cluster_nodes(r.call("cluster", "nodes"))[1][1]["role"] == "slave"
+            assert r.call("CLUSTER", "REPLICAS", master) == [
+                "%s 127.0.0.1:%d@%d myself,slave %s 0 0 3 connected" % (
+                    me, node.port, node.port + 10000, master)]
+            with pytest.raises(RespError, match="^ERR The specified node is not a master$"):
+                r.call("CLUSTER", "REPLICAS", me)
+        finally:
+            r.close()
