@@ -128,10 +128,10 @@ storage::StatusOr<Topology> Topology::Parse(std::string_view text) {
     } else {
       return Invalid(kErrInvalidRole);
     }
-    if (t.Find(node.id) != nullptr) {
+    const auto index = static_cast<int16_t>(t.nodes_.size());
+    if (!t.index_.emplace(node.id, t.nodes_.size()).second) {
       return Invalid(kErrDuplicateNodeId);
     }
-    const auto index = static_cast<int16_t>(t.nodes_.size());
     for (size_t i = 5; i < fields.size(); ++i) {
       SlotRange r;
       if (!ParseSlotRange(fields[i], &r)) {
@@ -152,12 +152,8 @@ storage::StatusOr<Topology> Topology::Parse(std::string_view text) {
 }
 
 const Node* Topology::Find(std::string_view id) const {
-  for (const auto& n : nodes_) {
-    if (n.id == id) {
-      return &n;
-    }
-  }
-  return nullptr;
+  const auto it = index_.find(std::string(id));
+  return it == index_.end() ? nullptr : &nodes_[it->second];
 }
 
 int Topology::SlotsAssigned() const {
@@ -183,15 +179,14 @@ std::vector<const Node*> Topology::ReplicasOf(std::string_view master_id) const 
 
 storage::Status Topology::AssignSlots(const std::vector<SlotRange>& ranges,
                                       std::string_view node_id) {
-  const auto it =
-      std::find_if(nodes_.begin(), nodes_.end(), [&](const Node& n) { return n.id == node_id; });
-  if (it == nodes_.end()) {
+  const auto it = index_.find(std::string(node_id));
+  if (it == index_.end()) {
     return Invalid(kErrNoSuchNode);
   }
-  if (it->role != Role::kMaster) {
+  if (nodes_[it->second].role != Role::kMaster) {
     return Invalid(kErrNoMasterNode);
   }
-  const auto index = static_cast<int16_t>(it - nodes_.begin());
+  const auto index = static_cast<int16_t>(it->second);
   for (const auto& r : ranges) {
     for (int s = r.start; s <= r.end; ++s) {
       owner_[static_cast<size_t>(s)] = index;

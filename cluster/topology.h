@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "storage/format.h"
@@ -106,6 +107,7 @@ class Topology {
   void RebuildRanges();
 
   std::vector<Node> nodes_;
+  std::unordered_map<std::string, size_t> index_;  // node id -> position in nodes_
   std::array<int16_t, kSlotCount> owner_;
 };
 

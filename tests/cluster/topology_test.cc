@@ -152,3 +152,22 @@ TEST_CASE("Slot arguments of SETSLOT accept a-a; ids and ranges format back", "[
   CHECK(cuckood::cluster::ValidNodeId(kA));
   CHECK_FALSE(cuckood::cluster::ValidNodeId(kA.substr(1)));
 }
+
+TEST_CASE("Topology takes one master per slot, and no more nodes than slots", "[cluster]") {
+  std::string text;
+  auto id = [](int i) {
+    std::string s = std::to_string(i);
+    return std::string(40 - s.size(), 'n') + s;
+  };
+  for (int i = 0; i < cuckood::cluster::kSlotCount; ++i) {
+    text += id(i) + " 10.0.0.1 " + std::to_string(1 + i % 60000) + " master - " +
+            std::to_string(i) + "\n";
+  }
+  auto t = Topology::Parse(text);
+  REQUIRE(t.ok());
+  CHECK(t->Size() == cuckood::cluster::kSlotCount);
+  CHECK(t->OwnerOf(16383)->id == id(16383));
+  CHECK(t->Find(id(77))->slots == std::vector<SlotRange>{{77, 77}});
+  text += id(99999) + " 10.0.0.1 1 master -\n";
+  CHECK(Topology::Parse(text).status().message() == "ERR Invalid cluster nodes info");
+}
