@@ -15,6 +15,7 @@ from redis.crc import key_slot
 from controller_double import (ControllerDouble, RespConnection, RespError,
                                parse_cluster_info, parse_cluster_nodes)
 from cuckood_group import ServerGroup, wait_for
+from cuckood_testlib import RawClient
 
 CLUSTER_ARGS = ["--cluster-enabled", "yes"]
 VECTORS = {b"foo": 12182, b"bar": 5061, b"hello": 866, b"a": 15495, b"": 0,
@@ -87,6 +88,16 @@ def test_the_double_creates_the_cluster_as_the_trace_shows(cluster3):
     assert [s["slots"] for s in double.shards] == [[(0, 5460)], [(5461, 10921)],
                                                    [(10922, 16383)]]
     assert double.probe() == {n.port: 1 for n in group.nodes}
+    # Byte for byte the reply shape the controller accepted in the trace (there: 6 nodes).
+    raw = RawClient(group.nodes[0].port)
+    try:
+        assert raw.call("cluster", "info") == (
+            b"$201\r\ncluster_state:ok\r\ncluster_slots_assigned:16384\r\n"
+            b"cluster_slots_ok:16384\r\ncluster_slots_pfail:0\r\ncluster_slots_fail:0\r\n"
+            b"cluster_known_nodes:3\r\ncluster_size:3\r\ncluster_current_epoch:1\r\n"
+            b"cluster_my_epoch:1\r\n\r\n")
+    finally:
+        raw.close()
     for node in group.nodes:
         info = parse_cluster_info(client(node).execute_command("CLUSTER", "INFO").decode())
         assert info["cluster_state"] == "ok"
