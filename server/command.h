@@ -119,5 +119,6 @@ void RegisterCfCommands(CommandTable& table);
 void RegisterStringCommands(CommandTable& table);
 void RegisterTransactionCommands(CommandTable& table);
 void RegisterClusterCommands(CommandTable& table);
+void RegisterReplicationCommands(CommandTable& table);
 
 }  // namespace cuckood::server

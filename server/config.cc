@@ -179,6 +179,9 @@ std::pair<size_t, size_t> ArgCount(const std::string& name) {
   if (name == "rename-command") {
     return {2, 2};
   }
+  if (name == "replicaof" || name == "slaveof") {
+    return {1, 2};
+  }
   if (name == "client-output-buffer-limit") {
     return {1, 16};  // one byte size, or up to four "class hard soft seconds" groups
   }
@@ -366,6 +369,34 @@ OptionRow RenameRow() {
       }};
 }
 
+// replicaof "host port" (or "no one" / empty: a primary).
+OptionRow ReplicaOfRow() {
+  return OptionRow{
+      "replicaof", "Replicate from this primary (replicaof HOST PORT); empty = a primary", true,
+      [](const Config& c) { return c.replicaof; },
+      [](Config& c, const std::string& v) -> std::optional<std::string> {
+        auto args = SplitArgs(v);
+        if (!args || args->size() > 2 || args->size() == 1) {
+          if (args && args->size() == 1 && args->front().empty()) {
+            c.replicaof.clear();
+            return std::nullopt;
+          }
+          return std::string("wrong number of arguments");
+        }
+        if (args->empty() || (Lower((*args)[0]) == "no" && Lower((*args)[1]) == "one")) {
+          c.replicaof.clear();
+          return std::nullopt;
+        }
+        auto port = ParseInteger((*args)[1]);
+        if (!port || *port < 1 || *port > 65535 || (*args)[0].empty() ||
+            (*args)[0].find(' ') != std::string::npos) {
+          return std::string("Invalid master port");
+        }
+        c.replicaof = (*args)[0] + " " + std::to_string(*port);
+        return std::nullopt;
+      }};
+}
+
 // RedisBloom's lower bound for a filter's capacity is twice the bucket size.
 OptionRow CfInitialSizeRow() {
   return OptionRow{
@@ -493,6 +524,40 @@ std::vector<OptionRow> BuildTable() {
                         "Nodes file of cluster mode in dir (node id, topology version and "
                         "topology), rewritten by CLUSTERX commands",
                         false, &C::cluster_config_file, false));
+  t.push_back(ReplicaOfRow());
+  t.push_back(StringRow("masterauth", "Password this replica sends to its primary (AUTH)", true,
+                        &C::masterauth));
+  t.push_back(StringRow("masteruser", "User name this replica sends with masterauth", true,
+                        &C::masteruser));
+  t.push_back(BoolRow("replica-read-only",
+                      "Replicas refuse writes (-READONLY); replicas apply their primary's WAL "
+                      "as it is, so this cannot be turned off",
+                      true, &C::replica_read_only));
+  t.push_back(StringRow("replica-announce-ip",
+                        "Address this replica gives its primary to show in INFO (for Sentinel); "
+                        "empty = the address the primary sees",
+                        true, &C::replica_announce_ip));
+  t.push_back(IntRow("replica-announce-port",
+                     "Port this replica gives its primary to show in INFO; 0 = the port option",
+                     true, &C::replica_announce_port, 0, 65535));
+  t.push_back(IntRow("replica-priority",
+                     "Sentinel promotes replicas with lower numbers first; 0 = never", true,
+                     &C::replica_priority, 0, 2147483647));
+  t.push_back(BoolRow("replica-announced", "Sentinel lists this replica (INFO replica_announced)",
+                      true, &C::replica_announced));
+  t.push_back(MemoryRow("repl-backlog-size",
+                        "WAL bytes kept for replicas that fall behind (beyond it they get a "
+                        "full sync)",
+                        false, &C::repl_backlog_size, kMiB, kInt64Max));
+  t.push_back(IntRow("repl-backlog-ttl",
+                     "Seconds the WAL is kept for replicas that fall behind; 0 = not kept", false,
+                     &C::repl_backlog_ttl, 0, kInt64Max));
+  t.push_back(IntRow("repl-timeout",
+                     "Seconds without traffic before a replication link counts as broken", true,
+                     &C::repl_timeout, 1, 3600));
+  t.push_back(MemoryRow("repl-sync-rate",
+                        "Bytes a second a primary sends a full sync at most; 0 = no limit", true,
+                        &C::repl_sync_rate, 0, kInt64Max));
   return t;
 }
 
@@ -567,7 +632,10 @@ const std::vector<OptionRow>& OptionTable() {
 }
 
 const OptionRow* FindOption(const std::string& name) {
-  const std::string l = Lower(name);
+  std::string l = Lower(name);
+  if (l == "slaveof") {
+    l = "replicaof";  // (Redis's older name)
+  }
   for (const auto& row : OptionTable()) {
     if (row.name == l) {
       return &row;

@@ -59,6 +59,19 @@ struct Config {
   // Cluster mode (Kvrocks' model: a controller pushes the topology with CLUSTERX).
   bool cluster_enabled = false;
   std::string cluster_config_file = "nodes.conf";  // in dir: node id, version, topology
+  // Replication (replication/): "host port" of the primary, empty = this node is a primary.
+  std::string replicaof;
+  std::string masterauth;
+  std::string masteruser;
+  bool replica_read_only = true;
+  std::string replica_announce_ip;
+  int replica_announce_port = 0;  // 0 = the port option
+  int replica_priority = 100;
+  bool replica_announced = true;
+  uint64_t repl_backlog_size = 1ULL << 30;  // WAL bytes kept for replicas that fall behind
+  int64_t repl_backlog_ttl = 3600;          // seconds the WAL is kept for them
+  int64_t repl_timeout = 60;                // seconds without traffic before a link is dropped
+  uint64_t repl_sync_rate = 0;              // full-sync bytes a second; 0 = no limit
 };
 
 // One option row. get/set operate on a Config; set returns an error text or nullopt.

@@ -1,6 +1,8 @@
 #include "server/connection.h"
 
+#include <fcntl.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include "resp/writer.h"
 
@@ -39,6 +41,7 @@ Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id
   parser_.set_limits(limits);
   limits_ = limits;
   client_.id = id;
+  client_.tls = tls != nullptr;
   client_.authenticated = cfg.requirepass.empty();
   asio::error_code ec;
   auto peer = socket_.remote_endpoint(ec);
@@ -238,6 +241,10 @@ void Connection::ProcessInput() {
     if (client_.close_after_reply || client_.kill_requested) {
       closing_ = true;
     }
+    if (client_.take_socket) {
+      closing_ = true;  // (the socket changes hands once what is pending is written)
+      break;
+    }
     const uint64_t limit = server_.client_output_buffer_limit();
     if (limit > 0 && out_.size() + writing_.size() > limit) {
       spdlog::info("client {} closed for overcoming of output buffer limits", client_.addr);
@@ -256,22 +263,48 @@ void Connection::ProcessInput() {
   Flush();
   if (closing_) {
     if (!write_in_flight_) {
-      Close();
+      client_.take_socket ? Detach() : Close();
     }
     return;
   }
   DoRead();
 }
 
+void Connection::Detach() {
+  if (closed_) {
+    return;
+  }
+  // The socket's descriptor goes on (a copy of it: asio's socket is closed, not shut down) to
+  // whoever asked for it, in blocking mode.
+  const int fd = ::dup(socket_.native_handle());
+  closed_ = true;
+  closing_ = true;
+  asio::error_code ec;
+  idle_timer_.cancel();
+  socket_.close(ec);
+  server_.UnwatchAll(client_);
+  server_.UnregisterConnection(id_);
+  auto take = std::move(client_.take_socket);
+  client_.take_socket = nullptr;
+  if (fd < 0) {
+    return;
+  }
+  const int flags = fcntl(fd, F_GETFL, 0);
+  (void)fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  take(fd);
+}
+
 void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
   busy_ = true;
   auto owned = std::make_shared<std::vector<std::string>>(argv.begin(), argv.end());
   auto self = shared_from_this();
+  server_.BackgroundBegin();
   asio::post(server_.background(), [self, spec, owned] {
     Argv views(owned->begin(), owned->end());
     std::string reply;
     resp::Writer writer(&reply, self->client_.proto);
     self->server_.Dispatch(self->client_, spec, views, writer);
+    self->server_.BackgroundEnd();
     asio::post(self->socket_.get_executor(), [self, reply = std::move(reply)] {
       self->busy_ = false;
       if (self->closed_) {
@@ -323,6 +356,8 @@ void Connection::OnWrite(const asio::error_code& ec, size_t n) {
   if (closing_) {
     if (!out_.empty()) {
       Flush();
+    } else if (client_.take_socket) {
+      Detach();
     } else {
       Close();
     }

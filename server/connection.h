@@ -52,6 +52,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void Flush();
   void OnWrite(const asio::error_code& ec, size_t n);
   void Close();
+  // Ends the connection and hands its socket to client_.take_socket (REPLSYNC).
+  void Detach();
   void ArmIdleTimer();
   void SyncSnapshot();
 

@@ -6,17 +6,24 @@
 #include <algorithm>
 #include <asio/ssl.hpp>
 #include <csignal>
+#include <filesystem>
 #include <random>
 #include <sstream>
 
+#include "replication/fullsync.h"
 #include "server/cluster_mode.h"
 #include "server/connection.h"
+#include "server/replication.h"
 #include "server/util.h"
 
 namespace cuckood::server {
 namespace {
 
 constexpr size_t kLockStripes = 4096;
+constexpr std::string_view kLoadingError =
+    "LOADING cuckood is loading the dataset from its primary (full sync)";
+constexpr std::string_view kReadOnlyReplicaError =
+    "READONLY You can't write against a read only replica.";
 
 storage::FsyncMode FsyncFromName(const std::string& s) {
   if (s == "always") {
@@ -127,6 +134,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterKeyspaceCommands(table_);
   RegisterStringCommands(table_);
   RegisterServerCommands(table_);
+  RegisterReplicationCommands(table_);
   RegisterIntrospectionCommands(table_);
   RegisterCfCommands(table_);
   RegisterClusterCommands(table_);
@@ -136,6 +144,11 @@ Server::~Server() {
   if (!stopped_) {
     StopAll();
   }
+}
+
+void Server::UpdateConfig(const std::function<void(Config&)>& change) {
+  std::lock_guard lock(config_mu_);
+  change(config_);
 }
 
 storage::CfSettings Server::cf_settings() const {
@@ -182,6 +195,9 @@ std::optional<std::string> Server::SetConfig(const std::string& name, const std:
   slowlog_max_len_ = next.slowlog_max_len;
   client_output_buffer_limit_ = next.client_output_buffer_limit;
   group_commit_ = next.group_commit;
+  if (replication_) {
+    replication_->ApplyConfig(next);
+  }
   if (engine_) {
     engine_->SetFsync(FsyncFromName(next.appendfsync));
   }
@@ -231,6 +247,13 @@ void Server::Start() {
       spdlog::log(l, "rocksdb: {}", line);
     }
   };
+  eo.wal_ttl_seconds = static_cast<uint64_t>(cfg.repl_backlog_ttl);
+  eo.wal_size_limit_bytes = cfg.repl_backlog_ttl > 0 ? cfg.repl_backlog_size : 0;
+  engine_options_ = eo;
+  // A full sync that was being installed when the server stopped is finished first.
+  if (auto rs = replication::RecoverStaged(cfg.dir); !rs.ok()) {
+    throw std::runtime_error(rs.message());
+  }
   auto engine = storage::Engine::Open(eo);
   if (!engine.ok()) {
     throw std::runtime_error(engine.status().message());
@@ -308,6 +331,8 @@ void Server::Start() {
   });
   tick_timer_ = std::make_unique<asio::steady_timer>(main_ctx);
   Tick();
+  replication_ = std::make_unique<Replication>(*this);
+  replication_->Start(cfg);
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
   }
@@ -456,6 +481,9 @@ void Server::StopAll() {
   }
   stopped_ = true;
   shutting_down_ = true;
+  if (replication_) {
+    replication_->Stop();  // (the link and the senders use the database)
+  }
   if (!contexts_.empty()) {
     asio::post(*contexts_[0], [this] {
       for (auto& a : acceptors_) {
@@ -564,6 +592,62 @@ void Server::TouchAll(std::optional<uint16_t> db) {
   }
 }
 
+storage::Status Server::ReplaceDatabase(const std::atomic<bool>& cancel) {
+  // Every io thread parks in a handler of its own (after ending its lock batch, so no stripe or
+  // write group is held), and commands on the background pool finish: then nothing but this
+  // thread touches the database.
+  struct Gate {
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t parked = 0;
+    bool release = false;
+  };
+  auto gate = std::make_shared<Gate>();
+  for (auto& ctx : contexts_) {
+    asio::post(*ctx, [this, gate] {
+      EndBatch();
+      std::unique_lock lock(gate->mu);
+      ++gate->parked;
+      gate->cv.notify_all();
+      gate->cv.wait(lock, [&] { return gate->release; });
+    });
+  }
+  auto release = [&] {
+    std::lock_guard lock(gate->mu);
+    gate->release = true;
+    gate->cv.notify_all();
+  };
+  {
+    std::unique_lock lock(gate->mu);
+    while (gate->parked < contexts_.size() ||
+           background_running_.load(std::memory_order_acquire) > 0) {
+      if (cancel.load() || shutting_down_.load()) {
+        lock.unlock();
+        release();
+        std::error_code ec;
+        std::filesystem::remove_all(
+            std::filesystem::path(engine_options_.dir) / replication::kStagedDirName, ec);
+        return {storage::Code::kIoError, "full sync abandoned"};
+      }
+      gate->cv.wait_for(lock, std::chrono::milliseconds(50));
+    }
+  }
+  engine_->Close();
+  auto s = replication::InstallStaged(engine_options_.dir);
+  if (!s.ok()) {
+    spdlog::error("installing the full sync failed: {}", s.message());
+  }
+  auto engine = storage::Engine::Open(engine_options_);
+  if (!engine.ok()) {
+    spdlog::critical("cannot open the database after a full sync: {}", engine.status().message());
+    std::_Exit(1);
+  }
+  db_->SwapEngine(engine->get());
+  engine_ = std::move(*engine);
+  release();
+  return s;
+}
+
 void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
   if (argv.empty()) {
     return;
@@ -627,6 +711,14 @@ void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
       reject(*redirect);
       return;
     }
+  }
+  if (loading() && !(spec->flags & kLoading)) {
+    reject(kLoadingError);
+    return;
+  }
+  if ((spec->flags & kWrite) && replication_ && replication_->is_replica()) {
+    reject(kReadOnlyReplicaError);
+    return;
   }
   if (client.in_multi && !(spec->flags & kNoMulti)) {
     client.queued.emplace_back(argv.begin(), argv.end());

@@ -39,6 +39,7 @@ class ClusterState;
 namespace cuckood::server {
 
 class Connection;
+class Replication;
 
 // Per-connection state the command handlers see.
 struct Client {
@@ -88,6 +89,12 @@ struct Client {
   // command only).
   bool cluster_readonly = false;
   bool cluster_asking = false;
+  // Replication: what REPLCONF said, and (set by REPLSYNC) who takes the connection's socket
+  // once the replies before it are written: the connection then ends without closing it.
+  int repl_listening_port = 0;
+  std::string repl_ip;
+  bool tls = false;
+  std::function<void(int fd)> take_socket;
 };
 
 struct SlowlogEntry {
@@ -137,6 +144,23 @@ class Server {
   // Config access (CONFIG GET/SET); set applies run-time side effects.
   Config config() const;
   std::optional<std::string> SetConfig(const std::string& name, const std::string& value);
+  // Changes the running config without side effects (REPLICAOF records its primary here, so
+  // that CONFIG REWRITE writes it).
+  void UpdateConfig(const std::function<void(Config&)>& change);
+
+  // ---- replication (server/replication.h) -------------------------------------------------
+  Replication& replication() { return *replication_; }
+  // While loading (a replica installing a full sync), data commands answer -LOADING.
+  void SetLoading(bool loading) { loading_.store(loading, std::memory_order_release); }
+  bool loading() const { return loading_.load(std::memory_order_acquire); }
+  // Closes the database, installs the checkpoint staged by a full sync, and opens it again, with
+  // every io thread held still meanwhile; gives up (nothing changed) when cancel becomes true
+  // before they are.
+  storage::Status ReplaceDatabase(const std::atomic<bool>& cancel);
+  // Kept by connections around commands they run on the background pool (ReplaceDatabase
+  // waits for them).
+  void BackgroundBegin() { background_running_.fetch_add(1, std::memory_order_acq_rel); }
+  void BackgroundEnd() { background_running_.fetch_sub(1, std::memory_order_acq_rel); }
 
   // WATCH support: modification counters of the keys some client watches (only those).
   static std::string WatchId(uint16_t db, std::string_view key);
@@ -202,9 +226,13 @@ class Server {
   std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;  // filled by Start()
 
   CommandTable table_;
+  storage::EngineOptions engine_options_;
   std::unique_ptr<storage::Engine> engine_;
   std::unique_ptr<storage::Db> db_;
   Stats stats_;
+  std::unique_ptr<Replication> replication_;
+  std::atomic<bool> loading_{false};
+  std::atomic<int> background_running_{0};
 
   std::vector<std::unique_ptr<asio::io_context>> contexts_;
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;

@@ -149,6 +149,15 @@ class Db {
   StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const rocksdb::ReadOptions& ro, uint16_t ns,
                                                        std::string_view key);
 
+  // ---- replication (storage/replicated.cc) ---------------------------------------------------
+  // Applies a write batch of the primary's WAL unchanged (the raw bytes of a rocksdb::WriteBatch)
+  // and drops what it changes from the in-memory cache. Takes the stripes of the keys it
+  // touches (every stripe for a FLUSHDB/FLUSHALL batch); the caller holds none.
+  Status ApplyReplicated(std::string batch_data);
+  // Serves from another database from now on (a replica's full sync). The caller makes sure no
+  // command runs meanwhile; the in-memory cache is emptied.
+  void SwapEngine(Engine* engine);
+
   // Number of pages RocksDB served to page caches (INFO).
   uint64_t pages_loaded() const { return pages_loaded_.load(); }
   MemCache& cache() { return mem_; }

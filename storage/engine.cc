@@ -7,6 +7,7 @@
 #include <rocksdb/listener.h>
 #include <rocksdb/slice_transform.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 
 #include <chrono>
 #include <cstdarg>
@@ -331,6 +332,8 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   db_opts.bytes_per_sync = 1 << 20;
   db_opts.keep_log_file_num = 4;
   db_opts.max_total_wal_size = 512ULL << 20;
+  db_opts.WAL_ttl_seconds = options.wal_ttl_seconds;
+  db_opts.WAL_size_limit_MB = (options.wal_size_limit_bytes + (1 << 20) - 1) >> 20;
   db_opts.statistics = e->statistics_;
   db_opts.stats_dump_period_sec = 0;
   db_opts.enable_pipelined_write = true;
@@ -581,7 +584,71 @@ void Engine::Drain(uint64_t upto) {
     completed_.store(last, std::memory_order_release);
     leading_ = false;
     queue_cv_.notify_all();
+    if (s.ok()) {
+      NotifyWritten();
+    }
   }
+}
+
+void Engine::NotifyWritten() {
+  if (seq_waiters_.load(std::memory_order_acquire) > 0) {
+    std::lock_guard lock(seq_mu_);
+    seq_cv_.notify_all();
+  }
+}
+
+bool Engine::WaitForSequenceAbove(uint64_t seq, std::chrono::milliseconds timeout) {
+  if (LatestSequence() > seq) {
+    return true;
+  }
+  seq_waiters_.fetch_add(1, std::memory_order_acq_rel);
+  std::unique_lock lock(seq_mu_);
+  // (Writers that do not go through Drain, e.g. NewVersion's record, are seen at the timeout.)
+  const bool above = seq_cv_.wait_for(lock, timeout, [&] { return LatestSequence() > seq; });
+  seq_waiters_.fetch_sub(1, std::memory_order_acq_rel);
+  return above;
+}
+
+Status Engine::WriteReplicated(rocksdb::WriteBatch* batch) {
+  auto s = WriteNow(batch);
+  if (s.ok()) {
+    NotifyWritten();
+  }
+  return s;
+}
+
+Status Engine::CreateCheckpoint(const std::string& dir, uint64_t* sequence) {
+  rocksdb::Checkpoint* raw = nullptr;
+  auto rs = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  if (!rs.ok()) {
+    return FromRocks(rs);
+  }
+  std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+  // log_size_for_flush 0: the memtables are flushed first, so the copy is SST files (hard
+  // links) plus an empty WAL, whatever the size of the WAL.
+  rs = checkpoint->CreateCheckpoint(dir, 0, sequence);
+  return FromRocks(rs);
+}
+
+Status Engine::ReloadVersions() {
+  std::string v;
+  auto s = db_->Get(rocksdb::ReadOptions(), db_->DefaultColumnFamily(),
+                    std::string(kVersionReservedKey), &v);
+  if (!s.ok() && !s.IsNotFound()) {
+    return FromRocks(s);
+  }
+  uint64_t reserved = 0;
+  if (s.ok() && v.size() == 8) {
+    for (int i = 7; i >= 0; --i) {
+      reserved = (reserved << 8) | static_cast<uint8_t>(v[static_cast<size_t>(i)]);
+    }
+  }
+  std::lock_guard lock(version_mu_);
+  if (reserved >= next_version_) {
+    next_version_ = reserved + 1;
+    reserved_until_ = reserved;
+  }
+  return Status::Ok();
 }
 
 Status Engine::WriteNow(rocksdb::WriteBatch* batch) {

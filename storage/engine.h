@@ -43,6 +43,11 @@ struct EngineOptions {
   // LOG file in dir: a log file on the data disk fails, and RocksDB then aborts, once that disk
   // is full. Unset = RocksDB's lines are dropped.
   std::function<void(int level, std::string_view line)> log;
+  // WAL kept for replicas that fall behind (repl-backlog-ttl / repl-backlog-size): WAL files
+  // RocksDB no longer needs stay in its archive for this long, up to this many bytes in all.
+  // 0 and 0: deleted as soon as they are obsolete.
+  uint64_t wal_ttl_seconds = 0;
+  uint64_t wal_size_limit_bytes = 0;
 };
 
 struct EngineStats {
@@ -114,6 +119,21 @@ class Engine {
   // Changes each time a write fails.
   uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
 
+  // ---- replication -----------------------------------------------------------------------------
+  // The sequence number of the newest write RocksDB holds.
+  uint64_t LatestSequence() const { return db_->GetLatestSequenceNumber(); }
+  // Waits until LatestSequence() > seq or the timeout passes; true when it is above.
+  bool WaitForSequenceAbove(uint64_t seq, std::chrono::milliseconds timeout);
+  // Writes a batch a primary wrote, unchanged (a replica's only writes): RocksDB gives it the
+  // next sequence numbers, which are the primary's when the replica holds the primary's history.
+  Status WriteReplicated(rocksdb::WriteBatch* batch);
+  // A consistent copy of the database in dir (which must not exist): hard links to the SST
+  // files, copies of the rest. *sequence: the sequence number the copy holds.
+  Status CreateCheckpoint(const std::string& dir, uint64_t* sequence);
+  // Re-reads the version high-water mark from the database: a replica about to write on its own
+  // (promoted) continues after the versions its primary reserved.
+  Status ReloadVersions();
+
   // Flushes memtables to SST files (SAVE / BGSAVE / shutdown).
   Status Flush();
   // Full manual compaction of both data column families (runs the compaction filters).
@@ -182,6 +202,12 @@ class Engine {
   std::atomic<uint64_t> recoveries_{0};
   std::atomic<uint64_t> stall_errors_{0};
   std::mutex resume_mu_;  // one Resume() at a time
+
+  // Notified after writes, for WaitForSequenceAbove (only while someone waits).
+  void NotifyWritten();
+  std::mutex seq_mu_;
+  std::condition_variable seq_cv_;
+  std::atomic<int> seq_waiters_{0};
 
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;

@@ -20,6 +20,7 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/connection.h"
+#include "server/replication.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -254,18 +255,9 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("write_group_commands", s.write_group_commands.load());
 }
 
-void ReplicationSection(Server& server, Lines& l) {
-  l.Add("role", "master");
-  l.Add("connected_slaves", 0);
-  l.Add("master_failover_state", "no-failover");
-  l.Add("master_replid", server.run_id());
-  l.Add("master_replid2", "0000000000000000000000000000000000000000");
-  l.Add("master_repl_offset", 0);
-  l.Add("second_repl_offset", -1);
-  l.Add("repl_backlog_active", 0);
-  l.Add("repl_backlog_size", 1048576);
-  l.Add("repl_backlog_first_byte_offset", 0);
-  l.Add("repl_backlog_histlen", 0);
+void ReplicationSection(Server& server, std::string* text) {
+  // (server/replication.cc writes the lines: role, links, offsets, and the RocksDB sequence)
+  text->append(server.replication().InfoLines());
 }
 
 void CpuSection(Lines& l) {
@@ -386,7 +378,7 @@ void WriteSection(Server& server, std::string_view section, std::string* text) {
   } else if (section == "stats") {
     StatsSection(server, l);
   } else if (section == "replication") {
-    ReplicationSection(server, l);
+    ReplicationSection(server, text);
   } else if (section == "cpu") {
     CpuSection(l);
   } else if (section == "modules") {

@@ -347,33 +347,8 @@ void DebugCommand(CommandContext& ctx) {
   ReplySubcommandSyntaxError(ctx);
 }
 
-void RoleCommand(CommandContext& ctx) {
-  ctx.out.ArrayHeader(3);
-  ctx.out.Bulk("master");
-  ctx.out.Integer(0);
-  ctx.out.ArrayHeader(0);
-}
-
 void MonitorCommand(CommandContext& ctx) {
   ctx.out.Error("ERR MONITOR is not supported");
-}
-
-// WAIT numreplicas timeout: there are no replicas to wait for.
-void WaitCommand(CommandContext& ctx) {
-  auto timeout = ParseInt64(ctx.argv[2]);
-  if (!timeout) {
-    ctx.out.Error("ERR timeout is not an integer or out of range");
-    return;
-  }
-  if (*timeout < 0) {
-    ctx.out.Error("ERR timeout is negative");
-    return;
-  }
-  if (!ParseInt64(ctx.argv[1])) {
-    ctx.out.Error(kNotIntegerError);
-    return;
-  }
-  ctx.out.Integer(0);
 }
 
 void ClusterDisabledCommand(CommandContext& ctx) {
@@ -503,19 +478,8 @@ void RegisterServerCommands(CommandTable& table) {
                 "5.0.0", {}, {{"version", "integer", "VERSION", true, false}}));
   table.Add(Row("debug", -2, kAdm, DebugCommand, "A container for debugging commands", "1.0.0", {},
                 {}, "Depends on subcommand."));
-  table.Add(Row("role", 1, kNoScript | kLoading | kStale | kFast, RoleCommand,
-                "Return the role of the instance in the context of replication", "2.8.12",
-                {"@admin", "@fast", "@dangerous"}));
   table.Add(Row("monitor", 1, kAdm, MonitorCommand,
                 "Listen for all requests received by the server in real time", "1.0.0"));
-  auto wait =
-      Row("wait", 3, kNoScript, WaitCommand,
-          "Wait for the synchronous replication of all the write commands sent in the "
-          "context of the current connection",
-          "3.0.0", {"@slow", "@connection"},
-          {{"numreplicas", "integer", "", false, false}, {"timeout", "integer", "", false, false}});
-  wait.group = "generic";
-  table.Add(std::move(wait));
   for (const char* name : {"readonly", "readwrite"}) {
     auto row = Row(name, 1, kLoading | kStale | kFast, ClusterDisabledCommand,
                    std::string(name) == "readonly"

@@ -1,0 +1,126 @@
+// A replica's writes: the primary's write batches applied unchanged (Db::ApplyReplicated), and
+// the switch to another database after a full sync (Db::SwapEngine).
+//
+// Nothing on a replica writes through the command path, so the in-memory cache learns about
+// applied batches here: every key a batch touches is erased from it while the stripes of the
+// keys' owners are held exclusively (readers hold them shared), so a reader sees either every
+// change of a batch or none, and a reader that filled the cache from RocksDB before the write is
+// refused by the cache's shard counters (MemCache::Fill).
+#include <rocksdb/write_batch.h>
+
+#include <algorithm>
+
+#include "storage/db.h"
+#include "storage/format.h"
+
+namespace cuckood::storage {
+namespace {
+
+// Collects the cache keys and key stripes a batch touches.
+class TouchedKeys final : public rocksdb::WriteBatch::Handler {
+ public:
+  TouchedKeys(Engine* engine, LockManager* locks) : engine_(engine), locks_(locks) {}
+
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+    Touch(cf, key);
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    Touch(cf, key);
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
+    Touch(cf, key);
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status MergeCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+    Touch(cf, key);
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t, const rocksdb::Slice&, const rocksdb::Slice&) override {
+    everything = true;  // FLUSHDB / FLUSHALL
+    return rocksdb::Status::OK();
+  }
+  void LogData(const rocksdb::Slice&) override {}
+
+  bool everything = false;
+  std::vector<std::string> cache_keys;
+  std::vector<size_t> stripes;
+
+ private:
+  void Touch(uint32_t cf, const rocksdb::Slice& raw) {
+    const std::string_view key(raw.data(), raw.size());
+    if (cf == engine_->metadata_cf()->GetID()) {
+      uint16_t ns = 0;
+      std::string_view user;
+      if (!DecodeMetaKey(key, &ns, &user)) {
+        everything = true;
+        return;
+      }
+      stripes.push_back(locks_->StripeOf(ns, user));
+      cache_keys.push_back(MetaCacheKey(key));
+    } else if (cf == engine_->pages_cf()->GetID()) {
+      PageKeyParts parts;
+      if (!DecodePageKey(key, &parts)) {
+        everything = true;
+        return;
+      }
+      // (Pages of a renamed filter stay under their first name: the batch also writes the
+      // metadata of the name it has now, whose stripe the readers take.)
+      stripes.push_back(locks_->StripeOf(parts.ns, parts.owner));
+      cache_keys.push_back(PageCacheKey(key));
+    }
+    // The default column family holds the version high-water mark and rename aliases, which
+    // the cache does not hold.
+  }
+
+  Engine* engine_;
+  LockManager* locks_;
+};
+
+}  // namespace
+
+Status Db::ApplyReplicated(std::string batch_data) {
+  if (batch_data.size() < 12) {
+    return {Code::kCorruption, "replicated write batch is shorter than its header"};
+  }
+  rocksdb::WriteBatch batch(std::move(batch_data));
+  TouchedKeys touched(engine_, &locks_);
+  if (auto rs = batch.Iterate(&touched); !rs.ok()) {
+    return {Code::kCorruption, "malformed replicated write batch: " + rs.ToString()};
+  }
+  std::vector<size_t> stripes;
+  if (touched.everything) {
+    stripes.resize(locks_.stripes());
+    for (size_t i = 0; i < stripes.size(); ++i) {
+      stripes[i] = i;
+    }
+  } else {
+    stripes = std::move(touched.stripes);
+    std::sort(stripes.begin(), stripes.end());
+    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
+  }
+  LockGuard guard(&locks_, std::move(stripes));
+  auto s = engine_->WriteReplicated(&batch);
+  // Erased whether or not the write succeeded: the cache then reads RocksDB, which is right
+  // either way.
+  if (touched.everything) {
+    mem_.Clear();
+  } else {
+    for (const auto& k : touched.cache_keys) {
+      mem_.Erase(k);
+    }
+  }
+  return s;
+}
+
+void Db::SwapEngine(Engine* engine) {
+  engine_ = engine;
+  mem_.Clear();
+  std::lock_guard lock(scan_mu_);
+  for (auto& c : scan_cursors_) {
+    c = {};
+  }
+}
+
+}  // namespace cuckood::storage
