@@ -10,7 +10,7 @@
 //                        +BATCH <seq> <size>\r\n<size bytes>   one RocksDB write batch
 //                        +PING <latest seq>              heartbeat while idle
 //                        -ERR <text>                     and the link closes
-//   replica -> primary   READY <seq>                     checkpoint installed
+//   replica -> primary   READY <seq>                     installed; holds up to seq (>= announced)
 //                        ACK <seq>                       applied up to seq
 // Each side runs the link on a thread of its own; reads and writes time out (repl-timeout), and
 // another thread may Interrupt() a link to wake it.

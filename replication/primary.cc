@@ -131,10 +131,15 @@ void Primary::Run(Sender* s) {
         // The replica installs the checkpoint, then says so.
         status = s->link.ReadLine(&line);
       }
-      if (status.ok() && line != "READY " + std::to_string(seq)) {
+      // The replica says where its copy ends: at the checkpoint's sequence or after it.
+      auto words = SplitWords(line);
+      uint64_t ready = 0;
+      if (status.ok() && (words.size() != 2 || words[0] != "READY" || !ParseU64(words[1], &ready) ||
+                          ready < seq || ready > engine.LatestSequence())) {
         status =
             Status(Code::kCorruption, "unexpected reply to a full sync: " + line.substr(0, 80));
       }
+      seq = ready;
       next = seq + 1;
       if (status.ok()) {
         Ack(s, seq);

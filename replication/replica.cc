@@ -163,8 +163,10 @@ Status ReplicaLink::Session() {
     }
     force_full_ = false;
     host_->AdoptReplicationId(words[1]);
+    // The checkpoint holds at least the announced sequence, and may hold more (writes that
+    // reached its copy of the WAL while it was made): the stream starts after what it holds.
     seq = host_->LatestSequence();
-    if (seq != end_seq) {
+    if (seq < end_seq) {
       force_full_ = true;
       return {Code::kCorruption, "the installed checkpoint holds sequence " + std::to_string(seq) +
                                      ", the primary announced " + std::to_string(end_seq)};

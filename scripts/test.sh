@@ -4,6 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+cmake --build build -j"$(nproc)"  # (the tests and tools, beyond the server)
 if command -v clang-format >/dev/null 2>&1; then
   git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
 fi

@@ -529,10 +529,25 @@ std::vector<OptionRow> BuildTable() {
                         &C::masterauth));
   t.push_back(StringRow("masteruser", "User name this replica sends with masterauth", true,
                         &C::masteruser));
-  t.push_back(BoolRow("replica-read-only",
-                      "Replicas refuse writes (-READONLY); replicas apply their primary's WAL "
-                      "as it is, so this cannot be turned off",
-                      true, &C::replica_read_only));
+  {
+    auto row = BoolRow("replica-read-only",
+                       "Replicas refuse writes (-READONLY); they apply their primary's WAL as it "
+                       "is, so only yes is accepted",
+                       true, &C::replica_read_only);
+    auto set = row.set;
+    row.set = [set](Config& c, const std::string& v) -> std::optional<std::string> {
+      if (auto err = set(c, v)) {
+        return err;
+      }
+      if (!c.replica_read_only) {
+        c.replica_read_only = true;
+        return std::string(
+            "writable replicas are not supported (a replica applies its primary's WAL as it is)");
+      }
+      return std::nullopt;
+    };
+    t.push_back(std::move(row));
+  }
   t.push_back(StringRow("replica-announce-ip",
                         "Address this replica gives its primary to show in INFO (for Sentinel); "
                         "empty = the address the primary sees",

@@ -127,6 +127,7 @@ storage::Status Replication::ReplicaOf(const std::string& host, int port, bool* 
     return storage::Status::Ok();
   }
   RetireLinkLocked();
+  server_.SetLoading(false);
   // This node's own replicas follow another history from now on: they ask again.
   primary_->KillAllAsync();
   state_.master_host = host;
@@ -146,6 +147,7 @@ storage::Status Replication::PromoteToPrimary() {
   }
   RetireLinkLocked();
   replica_ = false;
+  server_.SetLoading(false);  // (a full sync under way is abandoned: the data stays as it was)
   // Versions the old primary reserved are never handed out again.
   if (auto s = server_.engine().ReloadVersions(); !s.ok()) {
     return s;
@@ -277,7 +279,8 @@ storage::Status Replication::InstallFullSync(const std::atomic<bool>& cancel) {
 }
 
 void Replication::SetLoading(bool loading) {
-  server_.SetLoading(loading);
+  // (A link being retired may still report; a primary never loads.)
+  server_.SetLoading(loading && replica_.load());
 }
 
 void Replication::AdoptReplicationId(const std::string& id) {

@@ -308,8 +308,15 @@ void Server::Start() {
       acc->non_blocking(true, ec);  // (Accept takes every waiting connection without blocking)
     }
     if (ec) {
+      std::string hint;
+      if (ec == asio::error::address_in_use) {
+        hint =
+            " (another server, perhaps a Redis, listens there: start cuckood on another port, "
+            "e.g. --port " +
+            std::to_string(port == 65535 ? port - 1 : port + 1) + ")";
+      }
       throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(port) + ": " +
-                               ec.message());
+                               ec.message() + hint);
     }
     (tls ? bound_tls_port_ : bound_port_) = acc->local_endpoint().port();
     acceptors_.push_back(std::move(acc));

@@ -627,6 +627,9 @@ Status Engine::CreateCheckpoint(const std::string& dir, uint64_t* sequence) {
   // log_size_for_flush 0: the memtables are flushed first, so the copy is SST files (hard
   // links) plus an empty WAL, whatever the size of the WAL.
   rs = checkpoint->CreateCheckpoint(dir, 0, sequence);
+  if (rs.ok()) {
+    last_save_unix_ = NowMs() / 1000;
+  }
   return FromRocks(rs);
 }
 

@@ -162,7 +162,7 @@ CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, st
 }  // namespace
 
 void RegisterReplicationCommands(CommandTable& table) {
-  const uint32_t kRepl = kAdmin | kNoScript | kStale;
+  const uint32_t kRepl = kAdmin | kNoScript | kStale | kLoading;  // (a sync may be abandoned)
   const std::vector<CommandArgDoc> of = {{"host", "string", "", false, false},
                                          {"port", "integer", "", false, false}};
   table.Add(Row("replicaof", 3, kRepl, ReplicaOfCommand,

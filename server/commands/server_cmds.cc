@@ -1,13 +1,15 @@
 // Server commands: CONFIG, TIME, LASTSAVE, SAVE, BGSAVE, BGREWRITEAOF, SHUTDOWN, SLOWLOG,
-// LATENCY, LOLWUT, DEBUG, ROLE, MONITOR, WAIT, READONLY, READWRITE, and the INFO row (its
-// handler is in info.cc).
+// LATENCY, LOLWUT, DEBUG, MONITOR, READONLY, READWRITE, and the INFO row (its handler is in
+// info.cc). ROLE and WAIT are in replication.cc.
 //
-// Persistence commands map onto RocksDB: SAVE and BGSAVE flush the memtables (synchronously: a
-// flush is bounded by the write buffer size), BGREWRITEAOF syncs the WAL. There are no
-// replicas, so WAIT answers 0 at once and ROLE is always a master without replicas.
+// Persistence commands map onto RocksDB: SAVE flushes the memtables (synchronously: a flush is
+// bounded by the write buffer size), BGSAVE writes a checkpoint of the database to dir/backup,
+// BGREWRITEAOF syncs the WAL.
+#include <spdlog/spdlog.h>
 #include <sys/time.h>
 
 #include <chrono>
+#include <filesystem>
 #include <set>
 #include <string>
 #include <thread>
@@ -23,6 +25,7 @@
 namespace cuckood::server {
 namespace {
 
+constexpr std::string_view kBackupDirName = "backup";
 constexpr std::string_view kClusterDisabled = "ERR This instance has cluster support disabled";
 
 // ---- CONFIG -------------------------------------------------------------------------------------
@@ -185,16 +188,39 @@ void SaveCommand(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
+// BGSAVE: a consistent copy of the database in dir/backup (a RocksDB checkpoint: hard links to
+// the SST files after a flush, so it takes moments and little space). It replaces the previous
+// backup only once complete. A server started with --dir on a copy of it serves the same data.
 void BgSaveCommand(CommandContext& ctx) {
   if (ctx.argv.size() > 2 || (ctx.argv.size() == 2 && !EqualsIgnoreCase(ctx.argv[1], "schedule"))) {
     ctx.out.Error(kSyntaxError);
     return;
   }
-  auto s = ctx.server.engine().Flush();
+  namespace fs = std::filesystem;
+  const fs::path dir = ctx.server.config().dir;
+  const fs::path tmp = dir / (std::string(kBackupDirName) + ".tmp");
+  const fs::path old = dir / (std::string(kBackupDirName) + ".old");
+  const fs::path backup = dir / std::string(kBackupDirName);
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  uint64_t seq = 0;
+  auto s = ctx.server.engine().CreateCheckpoint(tmp.string(), &seq);
   if (!s.ok()) {
+    fs::remove_all(tmp, ec);
     ReplyStatusError(ctx.out, s);
     return;
   }
+  fs::remove_all(old, ec);
+  if (fs::exists(backup)) {
+    fs::rename(backup, old, ec);
+  }
+  fs::rename(tmp, backup, ec);
+  if (ec) {
+    ctx.out.Error("ERR cannot move the backup into place: " + ec.message());
+    return;
+  }
+  fs::remove_all(old, ec);
+  spdlog::info("backup of sequence {} written to {}", seq, backup.string());
   ctx.out.SimpleString("Background saving started");
 }
 

@@ -134,7 +134,19 @@ TEST_CASE("The option table has one row per Config field, found case-insensitive
                                              "cf-page-size",
                                              "cf-max-filter-bytes",
                                              "cluster-enabled",
-                                             "cluster-config-file"};
+                                             "cluster-config-file",
+                                             "replicaof",
+                                             "masterauth",
+                                             "masteruser",
+                                             "replica-read-only",
+                                             "replica-announce-ip",
+                                             "replica-announce-port",
+                                             "replica-priority",
+                                             "replica-announced",
+                                             "repl-backlog-size",
+                                             "repl-backlog-ttl",
+                                             "repl-timeout",
+                                             "repl-sync-rate"};
   std::vector<std::string> names;
   for (const auto& row : OptionTable()) {
     names.push_back(row.name);
@@ -235,8 +247,20 @@ TEST_CASE("Every row's value survives get then set on another Config", "[config]
       {"cf-max-filter-bytes", "1gb"},
       {"cluster-enabled", "yes"},
       {"cluster-config-file", "cluster-nodes.conf"},
+      {"replicaof", "primary.example 6390"},
+      {"masterauth", "pw"},
+      {"masteruser", "repl"},
+      {"replica-announce-ip", "10.0.0.7"},
+      {"replica-announce-port", "7000"},
+      {"replica-priority", "10"},
+      {"replica-announced", "no"},
+      {"repl-backlog-size", "64mb"},
+      {"repl-backlog-ttl", "60"},
+      {"repl-timeout", "5"},
+      {"repl-sync-rate", "10mb"},
   };
-  REQUIRE(values.size() == OptionTable().size());
+  // (replica-read-only has one accepted value: see the test below.)
+  REQUIRE(values.size() + 1 == OptionTable().size());
   for (const auto& [name, value] : values) {
     INFO(name << " = " << value);
     Config first;
@@ -248,6 +272,22 @@ TEST_CASE("Every row's value survives get then set on another Config", "[config]
     REQUIRE_FALSE(Set(second, name, shown).has_value());
     CHECK(Get(second, name) == shown);
   }
+}
+
+TEST_CASE("replicaof takes host and port or NO ONE; replica-read-only only yes", "[config]") {
+  Config cfg;
+  CHECK_FALSE(Set(cfg, "replicaof", "10.1.1.1 6380").has_value());
+  CHECK(Get(cfg, "replicaof") == "10.1.1.1 6380");
+  CHECK(FindOption("slaveof") == FindOption("replicaof"));
+  CHECK(Set(cfg, "replicaof", "10.1.1.1 notaport").value() == "Invalid master port");
+  CHECK(Set(cfg, "replicaof", "10.1.1.1 70000").value() == "Invalid master port");
+  CHECK(Get(cfg, "replicaof") == "10.1.1.1 6380");
+  CHECK_FALSE(Set(cfg, "replicaof", "no one").has_value());
+  CHECK(Get(cfg, "replicaof").empty());
+  CHECK_FALSE(Set(cfg, "replica-read-only", "yes").has_value());
+  CHECK(Set(cfg, "replica-read-only", "no").has_value());
+  CHECK(Get(cfg, "replica-read-only") == "yes");
+  CHECK(Set(cfg, "replica-read-only", "maybe").has_value());
 }
 
 TEST_CASE("set stores values in their canonical form", "[config]") {
