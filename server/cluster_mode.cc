@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "server/replication.h"
 #include "server/server.h"
 
 namespace cuckood::server {
@@ -34,6 +35,28 @@ std::unique_ptr<cluster::ClusterState> OpenClusterState(const Config& cfg) {
   spdlog::info("cluster mode: node id {}, topology version {}",
                view->myid.empty() ? "(none yet)" : view->myid, view->version);
   return state;
+}
+
+void FollowClusterTopology(Server& server) {
+  server.cluster()->SetReplicationHook(
+      [&server](std::optional<std::pair<std::string, int>> master) {
+        storage::Status s;
+        if (master) {
+          bool already = false;
+          s = server.replication().ReplicaOf(master->first, master->second, &already);
+          if (s.ok() && !already) {
+            spdlog::info("cluster topology: replicating from {}:{}", master->first, master->second);
+          }
+        } else {
+          s = server.replication().PromoteToPrimary();
+          if (s.ok()) {
+            spdlog::info("cluster topology: this node is a master");
+          }
+        }
+        if (!s.ok()) {
+          spdlog::error("cluster topology: changing the replication role failed: {}", s.message());
+        }
+      });
 }
 
 std::optional<std::string> ClusterRedirect(Server& server, Client& client, const CommandSpec& spec,

@@ -21,6 +21,11 @@ struct Client;
 // (replication replaces it). Throws std::runtime_error when the nodes file cannot be used.
 std::unique_ptr<cluster::ClusterState> OpenClusterState(const Config& cfg);
 
+// Hands the roles the pushed topology gives this node to replication (the controller sends no
+// REPLICAOF): "slave <master>" = REPLICAOF master, "master" = REPLICAOF NO ONE. The role already
+// known (from the nodes file) is applied at once. Call after replication has started.
+void FollowClusterTopology(Server& server);
+
 // The redirection error (without '-') when this command must not run on this node: MOVED,
 // CROSSSLOT, CLUSTERDOWN (TRYAGAIN once slots migrate). For EXEC, the keys of every queued
 // command count, and a refused transaction is discarded. Also consumes the client's ASKING.

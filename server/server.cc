@@ -340,6 +340,9 @@ void Server::Start() {
   Tick();
   replication_ = std::make_unique<Replication>(*this);
   replication_->Start(cfg);
+  if (cluster_ != nullptr) {
+    FollowClusterTopology(*this);  // the topology's role drives replication from now on
+  }
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
   }

@@ -345,8 +345,11 @@ CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, st
 CommandSpec ClusterCommandSpec() {
   auto cluster =
       ContainerSpec("cluster", "A container for Redis Cluster commands.", "3.0.0", "cluster");
+  // The dispatcher checks the container's flags: the controller's probes (CLUSTER INFO) must be
+  // answered while a replica loads a full sync, or it counts them as failures.
+  cluster.flags = kLoading | kStale;
   auto& subs = cluster.subcommands;
-  const uint32_t kInfo = kStale;
+  const uint32_t kInfo = kLoading | kStale;
   subs.push_back(Row("cluster|info", 2, kInfo, ClusterInfo,
                      "Returns information about the state of a node.", "3.0.0"));
   subs.push_back(Row("cluster|nodes", 2, kInfo, ClusterNodes,

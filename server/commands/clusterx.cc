@@ -149,6 +149,7 @@ CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, st
 CommandSpec ClusterXCommandSpec() {
   auto x = ContainerSpec("clusterx", "Kvrocks' cluster topology commands, sent by a controller.",
                          "1.0.0", "cluster");
+  x.flags = kLoading | kStale;  // (as CLUSTER: usable while a replica loads a full sync)
   const uint32_t kSet = kAdmin | kNoScript | kLoading | kStale;
   auto& subs = x.subcommands;
   subs.push_back(Sub("clusterx|setnodeid", 3, kSet, SetNodeId, "Sets this node's id.",

@@ -353,8 +353,8 @@ def test_a_replica_serves_reads_of_its_master_to_readonly_clients(tmp_path):
             topology = "%s 127.0.0.1 1 master - 0-16383\n%s 127.0.0.1 %d slave %s\n" % (
                 master, me, node.port, master)
             assert r.call("CLUSTERX", "SETNODES", topology, "3") == "OK"
-            # The replication hook heard the new role (it only logs until replication exists).
-            wait_for(lambda: "replica of 127.0.0.1:1" in node.read_log(), 5, "the hook's log")
+            # The topology's role went to replication (which keeps trying the absent master).
+            wait_for(lambda: "replicating from 127.0.0.1:1" in node.read_log(), 5, "the log")
             slot = key_slot(b"k")
             with pytest.raises(RespError, match="^MOVED %d 127.0.0.1:1$" % slot):
                 r.call("CF.EXISTS", "k", "x")
@@ -373,3 +373,45 @@ def test_a_replica_serves_reads_of_its_master_to_readonly_clients(tmp_path):
                 r.call("CLUSTER", "REPLICAS", me)
         finally:
             r.close()
+
+
+def test_the_topology_drives_replication_and_failover(tmp_path):
+    """The controller sends no REPLICAOF: "slave <master>" in the topology starts replicating,
+    and a failover (version + 1, roles swapped) promotes the replica."""
+    with ServerGroup(tmp_path, 2, CLUSTER_ARGS) as group:
+        double = ControllerDouble([("127.0.0.1", n.port) for n in group.nodes], replicas=1)
+        try:
+            double.create_cluster()
+            master, replica = group.nodes
+            m_id = double.shards[0]["master"]["id"]
+            r_id = double.shards[0]["replicas"][0]["id"]
+            assert "%s 127.0.0.1 %d slave %s\n" % (r_id, replica.port, m_id) in double.topology()
+            keys = ["rep:%d" % i for i in range(20)]
+            for k in keys:
+                assert client(master).execute_command("CF.ADD", k, "x") == 1
+            rr = RespConnection("127.0.0.1", replica.port)
+            try:
+                assert rr.call("READONLY") == "OK"
+                wait_for(lambda: all(rr.call("CF.EXISTS", k, "x") == 1 for k in keys), 20,
+                         "the replica to hold the master's filters")
+                with pytest.raises(RespError, match="^MOVED .* 127.0.0.1:%d$" % master.port):
+                    rr.call("CF.ADD", "rep:0", "y")
+            finally:
+                rr.close()
+            assert client(replica).info("replication")["role"] == "slave"
+            # Failover as the controller does it: the replica becomes the master.
+            shard = double.shards[0]
+            shard["master"], shard["replicas"] = shard["replicas"][0], [shard["master"]]
+            double.push()
+            wait_for(lambda: client(replica).info("replication")["role"] == "master", 10,
+                     "the promotion")
+            assert client(replica).execute_command("CF.ADD", "rep:new", "x") == 1
+            mr = RespConnection("127.0.0.1", master.port)
+            try:
+                assert mr.call("READONLY") == "OK"
+                wait_for(lambda: mr.call("CF.EXISTS", "rep:new", "x") == 1, 20,
+                         "the old master to replicate from the new one")
+            finally:
+                mr.close()
+        finally:
+            double.close()
