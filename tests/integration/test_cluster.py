@@ -415,3 +415,32 @@ def test_the_topology_drives_replication_and_failover(tmp_path):
                 mr.close()
         finally:
             double.close()
+
+
+def test_a_damaged_nodes_file_stops_the_start_with_its_name(tmp_path):
+    with ServerGroup(tmp_path, 1, CLUSTER_ARGS) as group:
+        node = group.nodes[0]
+        me = "N" * 40
+        r = client(node)
+        assert r.execute_command("CLUSTERX", "SETNODEID", me) == b"OK"
+        assert r.execute_command("CLUSTERX", "SETNODES",
+                                 "%s localhost %d master - 0-16383\n" % (me, node.port),
+                                 "4") == b"OK"
+        path = os.path.join(node.data_dir, "nodes.conf")
+        text = open(path).read()
+        assert "format 1\n" in text and "version 4\n" in text and "id %s\n" % me in text
+        assert "node %s localhost %d master - 0-16383\n" % (me, node.port) in text
+        assert not os.path.exists(path + ".tmp")
+        node.stop()
+        with open(path, "w") as f:
+            f.write("format 1\nversion 4\nnode %s localhost 0 master - 0-16383\n" % me)
+        with pytest.raises(RuntimeError, match="nodes.conf.*Invalid cluster node port"):
+            node.start(timeout=10)
+        with open(path, "w") as f:
+            f.write(text)
+        node.start()
+        assert client(node).execute_command("CLUSTERX", "VERSION") == b"4"
+        # Hosts may be names: redirections carry them as given.
+        assert client(node).execute_command("CLUSTER", "NODES").decode().startswith(
+            "%s localhost:%d@%d myself,master - 0 0 4 connected 0-16383" % (
+                me, node.port, node.port + 10000))
