@@ -124,7 +124,17 @@ storage::Status ClusterState::Reset(bool hard) {
   if (!hard) {
     next->myid = Snapshot()->myid;
   }
-  return Commit(std::move(next));
+  if (auto s = Commit(std::move(next)); !s.ok()) {
+    return s;
+  }
+  // As Redis: a replica that is reset becomes a master.
+  if (last_role_ && last_role_->has_value()) {
+    last_role_.emplace(std::nullopt);
+    if (hook_) {
+      hook_(std::nullopt);
+    }
+  }
+  return storage::Status::Ok();
 }
 
 RouteResult ClusterState::Route(const RouteQuery& query) const {

@@ -56,7 +56,8 @@ class ClusterState {
   // CLUSTERX SETSLOT: version must be the current one + 1.
   storage::Status SetSlot(const std::vector<SlotRange>& ranges, std::string_view node_id,
                           int64_t version);
-  // CLUSTER RESET: forgets the topology (version -1); hard also forgets the node id.
+  // CLUSTER RESET: forgets the topology (version -1); hard also forgets the node id. A replica
+  // becomes a master (the hook hears it).
   storage::Status Reset(bool hard);
 
   RouteResult Route(const RouteQuery& query) const;

@@ -224,3 +224,19 @@ TEST_CASE("ClusterState::Route reads the current topology", "[cluster][state]") 
   q.keys = foo;
   CHECK(state.Route(q).error == "MOVED 12182 127.0.0.1:7303");
 }
+
+TEST_CASE("RESET turns a replica into a master for the hook", "[cluster][state]") {
+  TempDir dir;
+  ClusterState state(Options(dir));
+  std::vector<std::optional<std::pair<std::string, int>>> calls;
+  state.SetReplicationHook(
+      [&](std::optional<std::pair<std::string, int>> m) { calls.push_back(std::move(m)); });
+  REQUIRE(state.SetNodeId(kB).ok());
+  REQUIRE(state.SetNodes(Topo(), 1, false).ok());
+  REQUIRE(calls.size() == 1);
+  REQUIRE(state.Reset(false).ok());
+  REQUIRE(calls.size() == 2);
+  CHECK_FALSE(calls[1].has_value());
+  REQUIRE(state.Reset(false).ok());
+  CHECK(calls.size() == 2);  // a master already
+}
