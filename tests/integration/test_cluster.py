@@ -399,10 +399,10 @@ def test_the_topology_drives_replication_and_failover(tmp_path):
             finally:
                 rr.close()
             assert client(replica).info("replication")["role"] == "slave"
-            # Failover as the controller does it: the replica becomes the master.
-            shard = double.shards[0]
-            shard["master"], shard["replicas"] = shard["replicas"][0], [shard["master"]]
-            double.push()
+            # Failover as the controller does it: the replica (role:slave, sequence > 0 in INFO)
+            # becomes the master.
+            assert double.failover(0)["port"] == replica.port
+            assert "%s 127.0.0.1 %d slave %s\n" % (m_id, master.port, r_id) in double.topology()
             wait_for(lambda: client(replica).info("replication")["role"] == "master", 10,
                      "the promotion")
             assert client(replica).execute_command("CF.ADD", "rep:new", "x") == 1

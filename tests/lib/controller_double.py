@@ -18,7 +18,12 @@ contract without the controller (which cannot be installed here):
 - Each topology change: version + 1 and SETNODES to every node, then the same version again
   (the raft store re-sends it right after a change).
 
-It does no failover, no migration and no HTTP: only what the tests need from the trace.
+- A failover of a shard: `cluster info` (must succeed) then `info` on each other node of the
+  shard; a candidate needs `role:slave` and `sequence:N` with N > 0, the highest wins; then the
+  roles swap (the old master becomes `slave <new master>`), version + 1, SETNODES to all. No
+  SLAVEOF/REPLICAOF is sent.
+
+It does no automatic failure detection, no migration and no HTTP: only what the tests need.
 """
 import random
 import socket
@@ -224,6 +229,23 @@ class ControllerDouble:
             elif version > self.version:
                 self.adopt(node)
         return seen
+
+    def failover(self, shard_index):
+        """POST .../shards/{n}/failover with body {}: promote the best replica."""
+        shard = self.shards[shard_index]
+        best, best_seq = None, 0
+        for replica in shard["replicas"]:
+            self.send(replica, "cluster", "info")
+            info = parse_cluster_info(self.send(replica, "info"))
+            seq = int(info.get("sequence", "0"))
+            if info.get("role") == "slave" and seq > best_seq:
+                best, best_seq = replica, seq
+        if best is None:
+            raise AssertionError("no match new master in shard")
+        shard["replicas"] = [r for r in shard["replicas"] if r is not best] + [shard["master"]]
+        shard["master"] = best
+        self.push()
+        return best
 
     def adopt(self, node):
         """A node ahead of the controller: its CLUSTER NODES becomes the topology."""
