@@ -40,6 +40,9 @@ std::unique_ptr<cluster::ClusterState> OpenClusterState(const Config& cfg) {
 void FollowClusterTopology(Server& server) {
   server.cluster()->SetReplicationHook(
       [&server](std::optional<std::pair<std::string, int>> master) {
+        if (server.shutting_down()) {
+          return;  // replication is stopped first: no new link may start behind it
+        }
         storage::Status s;
         if (master) {
           bool already = false;
