@@ -121,6 +121,7 @@ void RegisterIntrospectionCommands(CommandTable& table);
 void RegisterCfCommands(CommandTable& table);
 void RegisterStringCommands(CommandTable& table);
 void RegisterTransactionCommands(CommandTable& table);
+void RegisterClusterCommands(CommandTable& table);
 void RegisterReplicationCommands(CommandTable& table);
 void RegisterPubSubCommands(CommandTable& table);
 void RegisterDumpCommands(CommandTable& table);

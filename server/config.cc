@@ -537,6 +537,14 @@ std::vector<OptionRow> BuildTable() {
                         "Largest size of one sub-filter in bytes (larger ones are refused as "
                         "RedisBloom refuses a failed allocation)",
                         true, &C::cf_max_filter_bytes, kMiB, 1ULL << 40));
+  t.push_back(BoolRow("cluster-enabled",
+                      "Cluster mode: serve the hash slots a controller assigns with CLUSTERX "
+                      "SETNODES and redirect the others (MOVED)",
+                      false, &C::cluster_enabled));
+  t.push_back(StringRow("cluster-config-file",
+                        "Nodes file of cluster mode in dir (node id, topology version and "
+                        "topology), rewritten by CLUSTERX commands",
+                        false, &C::cluster_config_file, false));
   t.push_back(ReplicaOfRow());
   t.push_back(StringRow("masterauth", "Password this replica sends to its primary (AUTH)", true,
                         &C::masterauth));

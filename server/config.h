@@ -61,6 +61,9 @@ struct Config {
   std::string tls_key_file;
   std::string tls_ca_cert_file;
   std::string tls_auth_clients = "yes";  // yes: clients need a certificate the CA signed
+  // Cluster mode (Kvrocks' model: a controller pushes the topology with CLUSTERX).
+  bool cluster_enabled = false;
+  std::string cluster_config_file = "nodes.conf";  // in dir: node id, version, topology
   // Replication (replication/): "host port" of the primary, empty = this node is a primary.
   std::string replicaof;
   std::string masterauth;

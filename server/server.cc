@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "replication/fullsync.h"
+#include "server/cluster_mode.h"
 #include "server/connection.h"
 #include "server/pubsub.h"
 #include "server/replication.h"
@@ -143,6 +144,7 @@ Server::Server(Config config) : config_(std::move(config)) {
   RegisterCfCommands(table_);
   RegisterPubSubCommands(table_);
   RegisterDumpCommands(table_);
+  RegisterClusterCommands(table_);
 }
 
 Server::~Server() {
@@ -269,6 +271,9 @@ void Server::Start() {
   engine_ = std::move(*engine);
   db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes, cfg.cache_size);
   background_ = std::make_unique<asio::thread_pool>(2);
+  if (cfg.cluster_enabled) {
+    cluster_ = OpenClusterState(cfg);  // before the listeners: no client sees a node without it
+  }
 
   int workers =
       cfg.workers > 0 ? cfg.workers : static_cast<int>(std::thread::hardware_concurrency());
@@ -345,6 +350,9 @@ void Server::Start() {
   Tick();
   replication_ = std::make_unique<Replication>(*this);
   replication_->Start(cfg);
+  if (cluster_ != nullptr) {
+    FollowClusterTopology(*this);  // the topology's role drives replication from now on
+  }
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
   }
@@ -710,6 +718,14 @@ void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
     stats_.CountError("NOAUTH");
     out.Error("NOAUTH Authentication required.");
     return;
+  }
+  // Cluster mode: the one routing check (MOVED / CROSSSLOT / CLUSTERDOWN), before queuing too.
+  if (cluster_ != nullptr) {
+    if (auto redirect = ClusterRedirect(*this, client, *spec, argv)) {
+      stats_.For(spec->name).rejected_calls++;
+      reject(*redirect);
+      return;
+    }
   }
   if (loading() && !(spec->flags & kLoading)) {
     reject(kLoadingError);

@@ -33,6 +33,10 @@ namespace asio::ssl {
 class context;
 }  // namespace asio::ssl
 
+namespace cuckood::cluster {
+class ClusterState;
+}  // namespace cuckood::cluster
+
 namespace cuckood::server {
 
 class Connection;
@@ -89,6 +93,10 @@ struct Client {
   size_t group_commands = 0;
   std::weak_ptr<void> owner;          // the connection, kept alive while its replies wait
   std::function<void()> flush_later;  // posts a flush of the connection's replies
+  // Cluster mode: READONLY (a replica may serve this client's reads) and ASKING (for the next
+  // command only).
+  bool cluster_readonly = false;
+  bool cluster_asking = false;
   // Replication: what REPLCONF said, and (set by REPLSYNC) who takes the connection's socket
   // once the replies before it are written: the connection then ends without closing it.
   int repl_listening_port = 0;
@@ -217,6 +225,8 @@ class Server {
   void set_executable(std::string path) { executable_ = std::move(path); }
   std::string config_file() const { return config_file_; }
   void set_config_file(std::string path) { config_file_ = std::move(path); }
+  // Cluster mode (server/cluster_mode.h); null when cluster-enabled is no.
+  cluster::ClusterState* cluster() const { return cluster_.get(); }
 
  private:
   void Accept(size_t acceptor);
@@ -288,6 +298,7 @@ class Server {
   int bound_tls_port_ = 0;
   std::string executable_;
   std::string config_file_;
+  std::unique_ptr<cluster::ClusterState> cluster_;
 };
 
 }  // namespace cuckood::server

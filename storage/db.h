@@ -104,6 +104,11 @@ class Db {
                           std::string_view type_filter);
   StatusOr<std::vector<std::string>> Keys(uint16_t ns, std::string_view pattern);
   StatusOr<std::optional<std::string>> RandomKey(uint16_t ns);
+  // Live keys of one hash slot (CLUSTER COUNTKEYSINSLOT / GETKEYSINSLOT): a range scan of the
+  // metadata keys ns | slot | *, read from one snapshot. KeysInSlot returns at most `limit`
+  // keys, in key order.
+  StatusOr<uint64_t> CountKeysInSlot(uint16_t ns, uint16_t slot);
+  StatusOr<std::vector<std::string>> KeysInSlot(uint16_t ns, uint16_t slot, uint64_t limit);
   // Bytes a key takes in the database: metadata plus pages (exact for filters of up to 4096
   // pages, RocksDB's estimate of the key range beyond that).
   StatusOr<uint64_t> DiskUsage(uint16_t ns, std::string_view key);

@@ -577,6 +577,81 @@ StatusOr<std::optional<std::string>> Db::RandomKey(uint16_t ns) {
   return std::optional<std::string>((*keys)[rng() % keys->size()]);
 }
 
+namespace {
+
+// [begin, end) of the metadata keys of one slot: ns | slot | *.
+std::pair<std::string, std::string> SlotBounds(uint16_t ns, uint16_t slot) {
+  std::string begin = NsPrefix(ns);
+  begin.push_back(static_cast<char>(slot >> 8));
+  begin.push_back(static_cast<char>(slot & 0xff));
+  std::string end = NsPrefix(ns);
+  const uint32_t next = static_cast<uint32_t>(slot) + 1;
+  if (next > 0xffff) {
+    end = NsEnd(ns);
+  } else {
+    end.push_back(static_cast<char>(next >> 8));
+    end.push_back(static_cast<char>(next & 0xff));
+  }
+  return {std::move(begin), std::move(end)};
+}
+
+// Calls visit(user key) for each live key of the slot until it returns false.
+template <typename Visit>
+Status ForEachKeyInSlot(Engine* engine, uint16_t ns, uint16_t slot, Visit visit) {
+  auto [begin, end] = SlotBounds(ns, slot);
+  SnapshotHolder snap(engine);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(engine->db()->NewIterator(ro, engine->metadata_cf()));
+  const uint64_t now = NowMs();
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    uint16_t key_ns = 0;
+    std::string_view user_key;
+    auto k = it->key();
+    if (!DecodeMetaKey(std::string_view(k.data(), k.size()), &key_ns, &user_key)) {
+      continue;
+    }
+    uint64_t expire = 0;
+    auto v = it->value();
+    if (PeekExpire(std::string_view(v.data(), v.size()), &expire) &&
+        (expire == 0 || expire > now) && !visit(user_key)) {
+      break;
+    }
+  }
+  return it->status().ok() ? Status::Ok() : Engine::FromRocks(it->status());
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> Db::KeysInSlot(uint16_t ns, uint16_t slot, uint64_t limit) {
+  std::vector<std::string> out;
+  if (limit == 0) {
+    return out;
+  }
+  auto s = ForEachKeyInSlot(engine_, ns, slot, [&](std::string_view key) {
+    out.emplace_back(key);
+    return out.size() < limit;
+  });
+  if (!s.ok()) {
+    return s;
+  }
+  return out;
+}
+
+StatusOr<uint64_t> Db::CountKeysInSlot(uint16_t ns, uint16_t slot) {
+  uint64_t n = 0;
+  auto s = ForEachKeyInSlot(engine_, ns, slot, [&](std::string_view) {
+    ++n;
+    return true;
+  });
+  if (!s.ok()) {
+    return s;
+  }
+  return n;
+}
+
 StatusOr<uint64_t> Db::DiskUsage(uint16_t ns, std::string_view key) {
   auto m = Get(ns, key);
   if (!m.ok()) {

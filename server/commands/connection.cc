@@ -30,6 +30,7 @@ constexpr std::string_view kHelloNoAuth =
 constexpr std::string_view kBadClientName =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
+constexpr std::string_view kSelectInClusterMode = "ERR SELECT is not allowed in cluster mode";
 constexpr std::string_view kRedisVersion = "7.0.15";
 // The module clients look for to find the cuckoo commands (RedisBloom 2.8.2).
 constexpr std::string_view kModuleName = "bf";
@@ -109,6 +110,8 @@ void ResetCommand(CommandContext& ctx) {
   c.name.clear();
   c.no_evict = false;
   c.no_touch = false;
+  c.cluster_readonly = false;  // as Redis: back to READWRITE
+  c.cluster_asking = false;
   c.authenticated = ctx.server.config().requirepass.empty();
   ctx.out.SimpleString("RESET");
 }
@@ -231,6 +234,10 @@ void SelectCommand(CommandContext& ctx) {
   }
   if (*id < INT32_MIN || *id > INT32_MAX) {
     ctx.out.Error("ERR value is out of range, value must between -2147483648 and 2147483647");
+    return;
+  }
+  if (ctx.server.cluster() != nullptr && *id != 0) {
+    ctx.out.Error(kSelectInClusterMode);
     return;
   }
   const int databases = ctx.server.config().databases;

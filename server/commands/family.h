@@ -90,6 +90,9 @@ void RegisterMemoryCommands(CommandTable& table);
 // The CLIENT container row (connection_client.cc), registered by RegisterConnectionCommands.
 CommandSpec ClientCommandSpec();
 
+// The CLUSTERX container row (clusterx.cc), registered by RegisterClusterCommands.
+CommandSpec ClusterXCommandSpec();
+
 // COMMAND INFO tips of a command (full name, "config|set" for a subcommand); empty when none.
 const std::vector<std::string_view>& CommandTips(std::string_view name);
 

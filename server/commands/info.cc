@@ -81,7 +81,7 @@ void ServerSection(Server& server, Lines& l) {
   l.Add("redis_git_sha1", "00000000");
   l.Add("redis_git_dirty", 0);
   l.Add("redis_build_id", "0");
-  l.Add("redis_mode", "standalone");
+  l.Add("redis_mode", server.cluster() != nullptr ? "cluster" : "standalone");
   l.Add("os", std::string(name.sysname) + " " + name.release + " " + name.machine);
   l.Add("arch_bits", static_cast<int>(sizeof(void*) * 8));
   l.Add("monotonic_clock", "POSIX clock_gettime");
@@ -391,7 +391,7 @@ void WriteSection(Server& server, std::string_view section, std::string* text) {
   } else if (section == "latencystats") {
     LatencyStatsSection(server, l);
   } else if (section == "cluster") {
-    l.Add("cluster_enabled", 0);
+    l.Add("cluster_enabled", server.cluster() != nullptr ? 1 : 0);
   } else if (section == "keyspace") {
     KeyspaceSection(server, l);
   } else if (section == "rocksdb") {

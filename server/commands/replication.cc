@@ -8,6 +8,7 @@
 namespace cuckood::server {
 namespace {
 
+constexpr std::string_view kReplicaOfInClusterMode = "ERR REPLICAOF not allowed in cluster mode.";
 constexpr std::string_view kInvalidPort = "ERR Invalid master port";
 constexpr std::string_view kAlreadyConnected = "OK Already connected to specified master";
 constexpr std::string_view kWaitOnReplica =
@@ -20,6 +21,11 @@ constexpr std::string_view kReplSyncSyntax =
     "ERR REPLSYNC <protocol version> <replid|?> <sequence>";
 
 void ReplicaOfCommand(CommandContext& ctx) {
+  if (ctx.server.config().cluster_enabled) {
+    // (the pushed topology decides a cluster node's role: server/cluster_mode.h)
+    ctx.out.Error(kReplicaOfInClusterMode);
+    return;
+  }
   if (EqualsIgnoreCase(ctx.argv[1], "no") && EqualsIgnoreCase(ctx.argv[2], "one")) {
     if (auto s = ctx.server.replication().PromoteToPrimary(); !s.ok()) {
       ctx.out.Error("ERR " + s.message());

@@ -133,6 +133,8 @@ TEST_CASE("The option table has one row per Config field, found case-insensitive
                                              "cf-sizing",
                                              "cf-page-size",
                                              "cf-max-filter-bytes",
+                                             "cluster-enabled",
+                                             "cluster-config-file",
                                              "replicaof",
                                              "masterauth",
                                              "masteruser",
@@ -157,9 +159,9 @@ TEST_CASE("The option table has one row per Config field, found case-insensitive
   CHECK(FindOption("cf_bucket_size") == nullptr);
 
   SECTION("start-up-only options are marked immutable") {
-    for (const char* name :
-         {"bind", "port", "dir", "workers", "databases", "logfile", "block-cache-size",
-          "write-buffer-size", "rename-command", "pidfile", "cf-page-size"}) {
+    for (const char* name : {"bind", "port", "dir", "workers", "databases", "logfile",
+                             "block-cache-size", "write-buffer-size", "rename-command", "pidfile",
+                             "cf-page-size", "cluster-enabled", "cluster-config-file"}) {
       INFO(name);
       CHECK_FALSE(FindOption(name)->mutable_at_runtime);
     }
@@ -243,6 +245,8 @@ TEST_CASE("Every row's value survives get then set on another Config", "[config]
       {"cf-sizing", "load-factor"},
       {"cf-page-size", "4kb"},
       {"cf-max-filter-bytes", "1gb"},
+      {"cluster-enabled", "yes"},
+      {"cluster-config-file", "cluster-nodes.conf"},
       {"replicaof", "primary.example 6390"},
       {"masterauth", "pw"},
       {"masteruser", "repl"},

@@ -1,0 +1,178 @@
+// CLUSTERX: the commands a controller (apache/kvrocks-controller) uses to run this node, with
+// Kvrocks' arguments and texts: SETNODEID, SETNODES, SETSLOT, VERSION, MYID. MIGRATE (slot
+// migration) is not built yet and says so.
+#include "cluster/cluster.h"
+#include "server/command.h"
+#include "server/commands/family.h"
+#include "server/server.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+namespace {
+
+// Kvrocks' texts.
+constexpr std::string_view kClusterModeDisabled = "ERR Cluster mode is not enabled";
+constexpr std::string_view kInvalidVersion = "ERR Invalid version";
+constexpr std::string_view kInvalidSetNodesOptions = "ERR Invalid setnodes options";
+constexpr std::string_view kInvalidSetSlotOptions = "ERR Invalid setslot options";
+constexpr std::string_view kInvalidNodeId = "ERR Invalid node id";
+constexpr std::string_view kMigrateNotSupported =
+    "ERR CLUSTERX MIGRATE is not supported yet: this version of cuckood cannot migrate slots";
+
+cluster::ClusterState* Enabled(CommandContext& ctx) {
+  cluster::ClusterState* state = ctx.server.cluster();
+  if (state == nullptr) {
+    ctx.out.Error(kClusterModeDisabled);
+  }
+  return state;
+}
+
+void Reply(CommandContext& ctx, const storage::Status& s) {
+  if (s.ok()) {
+    ctx.out.SimpleString("OK");
+  } else {
+    ReplyStatusError(ctx.out, s);
+  }
+}
+
+void SetNodeId(CommandContext& ctx) {
+  if (auto* state = Enabled(ctx)) {
+    Reply(ctx, state->SetNodeId(ctx.argv[2]));
+  }
+}
+
+// CLUSTERX SETNODES <topology> <version> [FORCE]
+void SetNodes(CommandContext& ctx) {
+  auto* state = Enabled(ctx);
+  if (state == nullptr) {
+    return;
+  }
+  auto version = ParseInt64(ctx.argv[3]);
+  if (!version) {
+    ctx.out.Error(kInvalidVersion);
+    return;
+  }
+  bool force = false;
+  if (ctx.argv.size() == 5 && EqualsIgnoreCase(ctx.argv[4], "force")) {
+    force = true;
+  } else if (ctx.argv.size() != 4) {
+    ctx.out.Error(kInvalidSetNodesOptions);
+    return;
+  }
+  Reply(ctx, state->SetNodes(ctx.argv[2], *version, force));
+}
+
+// CLUSTERX SETSLOT <slot|a-b> NODE <node id> <version>
+void SetSlot(CommandContext& ctx) {
+  auto* state = Enabled(ctx);
+  if (state == nullptr) {
+    return;
+  }
+  cluster::SlotRange range;
+  if (!cluster::ParseSlotArgument(ctx.argv[2], &range)) {
+    ctx.out.Error("ERR " + std::string(cluster::kErrSlotRangeInvalid));
+    return;
+  }
+  if (!EqualsIgnoreCase(ctx.argv[3], "node")) {
+    ctx.out.Error(kInvalidSetSlotOptions);
+    return;
+  }
+  if (ctx.argv[4].size() != cluster::kNodeIdLen) {
+    ctx.out.Error(kInvalidNodeId);
+    return;
+  }
+  auto version = ParseInt64(ctx.argv[5]);
+  if (!version) {
+    ctx.out.Error(kNotIntegerError);
+    return;
+  }
+  if (*version < 0) {
+    ctx.out.Error(kInvalidVersion);
+    return;
+  }
+  Reply(ctx, state->SetSlot({range}, ctx.argv[4], *version));
+}
+
+void Version(CommandContext& ctx) {
+  if (auto* state = Enabled(ctx)) {
+    ctx.out.Bulk(std::to_string(state->Snapshot()->version));
+  }
+}
+
+void MyId(CommandContext& ctx) {
+  if (auto* state = Enabled(ctx)) {
+    const auto view = state->Snapshot();
+    if (view->myid.empty()) {
+      ctx.out.Error("CLUSTERDOWN " + std::string(cluster::kErrNotInitialized));
+      return;
+    }
+    ctx.out.Bulk(view->myid);
+  }
+}
+
+void Migrate(CommandContext& ctx) {
+  if (Enabled(ctx) != nullptr) {
+    ctx.out.Error(kMigrateNotSupported);
+  }
+}
+
+void Help(CommandContext& ctx) {
+  ReplyHelp(ctx.out, "clusterx",
+            {"SETNODEID <node-id>", "    Set this node's id (40 characters of [A-Za-z0-9]).",
+             "SETNODES <topology> <version> [FORCE]",
+             "    Set the cluster topology: one '<id> <host> <port> master - <slots...>' or "
+             "'<id> <host> <port> slave <master-id>' line per node.",
+             "SETSLOT <slot|start-end> NODE <node-id> <version>",
+             "    Assign slots to a master; version must be the current one + 1.", "VERSION",
+             "    Return the topology version (-1: none).", "MYID", "    Return the node id."});
+}
+
+CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
+                std::vector<CommandArgDoc> args = {}) {
+  CommandSpec s;
+  s.name = std::move(name);
+  s.arity = arity;
+  s.flags = flags;
+  s.handler = handler;
+  s.summary = std::move(summary);
+  s.since = "1.0.0";
+  s.group = "cluster";
+  s.complexity = "O(N) where N is the number of nodes";
+  s.args = std::move(args);
+  s.acl_categories = (flags & kAdmin) ? std::vector<std::string>{"@admin", "@slow", "@dangerous"}
+                                      : std::vector<std::string>{"@slow"};
+  return s;
+}
+
+}  // namespace
+
+CommandSpec ClusterXCommandSpec() {
+  auto x = ContainerSpec("clusterx", "Kvrocks' cluster topology commands, sent by a controller.",
+                         "1.0.0", "cluster");
+  x.flags = kLoading | kStale;  // (as CLUSTER: usable while a replica loads a full sync)
+  const uint32_t kSet = kAdmin | kNoScript | kLoading | kStale;
+  auto& subs = x.subcommands;
+  subs.push_back(Sub("clusterx|setnodeid", 3, kSet, SetNodeId, "Sets this node's id.",
+                     {{"node-id", "string", "", false, false}}));
+  subs.push_back(Sub("clusterx|setnodes", -4, kSet, SetNodes, "Sets the cluster topology.",
+                     {{"topology", "string", "", false, false},
+                      {"version", "integer", "", false, false},
+                      {"force", "pure-token", "FORCE", true, false}}));
+  subs.push_back(Sub("clusterx|setslot", 6, kSet, SetSlot, "Assigns slots to a master.",
+                     {{"slot", "string", "", false, false},
+                      {"node", "pure-token", "NODE", false, false},
+                      {"node-id", "string", "", false, false},
+                      {"version", "integer", "", false, false}}));
+  subs.push_back(
+      Sub("clusterx|version", 2, kLoading | kStale, Version, "Returns the topology version."));
+  subs.push_back(Sub("clusterx|myid", 2, kLoading | kStale, MyId, "Returns this node's id."));
+  subs.push_back(
+      Sub("clusterx|migrate", -4, kSet, Migrate,
+          "Slot migration (not supported yet: answers an error).",
+          {{"slot", "string", "", false, false}, {"node-id", "string", "", false, false}}));
+  subs.push_back(Sub("clusterx|help", 2, kLoading | kStale, Help,
+                     "Returns helpful text about the different subcommands."));
+  return x;
+}
+
+}  // namespace cuckood::server
