@@ -382,3 +382,25 @@ def test_bad_stream_is_refused_and_nothing_is_applied(nodes, stream):
     r.proc.stop()
     rc, out = nodes.check(r)
     assert rc == 0, out
+
+
+def test_a_replica_that_stops_reading_never_holds_up_the_primary(nodes):
+    import signal
+    primary = nodes.start("p", "--repl-timeout", "2")
+    r = nodes.start("r", "--replicaof", replica_of(primary))
+    link_up(r)
+    p = primary.client()
+    p.execute_command("CF.RESERVE", "k", 200000)
+    r.proc.proc.send_signal(signal.SIGSTOP)  # the replica stops reading
+    try:
+        # Far more than socket buffers hold: the primary's clients are answered all along, and
+        # the stalled replica is dropped once the replication timeout passes.
+        for i in range(300):
+            p.execute_command("CF.INSERT", "k", "ITEMS", *["x%d-%d" % (i, j) for j in range(100)])
+        wait_for(lambda: info(p, "replication")["connected_slaves"] == "0", 30,
+                 "the primary to drop the stalled replica")
+    finally:
+        r.proc.proc.send_signal(signal.SIGCONT)
+    link_up(r, timeout=40)
+    converged(primary, r)
+    assert snapshot(r.client()) == snapshot(p)
