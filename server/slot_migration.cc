@@ -408,8 +408,14 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
     if (view->myself()->role != cluster::Role::kMaster) {
       return "ERR Slave can't import slot";
     }
-    if (running_ || current.state == cluster::MigrationState::kStart) {
-      return "ERR There is already an importing job";
+    if (running_) {
+      return "ERR There is already a migrating job";
+    }
+    if (current.state == cluster::MigrationState::kStart) {
+      // The source of that import went away without a word (killed, cut off): its records are
+      // not served (the slots are not this node's) and are dropped below with the new start.
+      spdlog::warn("slot migration: the import of slots {} was abandoned by its source",
+                   cluster::FormatSlotRange(current.range));
     }
     if (OwnsAny(*view, range, view->myid)) {
       return "ERR Can't import slot which belongs to me";
