@@ -140,9 +140,13 @@ SlotMigrator::~SlotMigrator() {
 
 void SlotMigrator::Stop() {
   stop_ = true;
-  std::lock_guard lock(mu_);
-  if (thread_.joinable()) {
-    thread_.join();
+  std::thread t;
+  {
+    std::lock_guard lock(mu_);
+    t = std::move(thread_);
+  }
+  if (t.joinable()) {
+    t.join();  // (outside mu_: the thread takes it when it succeeds)
   }
 }
 
