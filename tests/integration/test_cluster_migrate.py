@@ -162,5 +162,18 @@ def test_migrate_refuses_bad_requests(tmp_path):
             assert "destination" in err("CLUSTERX", "MIGRATE", "5", "a" * 40)
             assert "myself" in err("CLUSTERX", "MIGRATE", "5", src["id"])
             assert "No import" in err("CLUSTERX", "APPLYBATCH", "x" * 20)
+            # The destination side: FLUSHALL waits for the import's end; garbage is refused.
+            d = client(group.nodes[1])
+            assert "belongs to me" in str(pytest.raises(
+                redis.ResponseError, d.execute_command, "CLUSTERX", "IMPORT", "9000", "start").value)
+            assert d.execute_command("CLUSTERX", "IMPORT", "0-9", "start") == b"OK"
+            assert "Invalid import state" in str(pytest.raises(
+                redis.ResponseError, d.execute_command, "CLUSTERX", "IMPORT", "0-9", "x").value)
+            assert "migrated" in str(pytest.raises(redis.ResponseError, d.flushall).value)
+            assert "Invalid write batch" in str(pytest.raises(
+                redis.ResponseError, d.execute_command, "CLUSTERX", "APPLYBATCH", "x" * 20).value)
+            assert d.execute_command("CLUSTERX", "IMPORT", "0-9", "fail") == b"OK"
+            assert "import_state: error" in d.execute_command("CLUSTER", "INFO").decode()
+            assert d.flushall() is True
         finally:
             double.close()
