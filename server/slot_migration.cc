@@ -267,10 +267,8 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     }
   }
   // 2. The WAL since, up to `upto`.
-  auto ship_wal = [&](uint64_t upto) {
-    if (next_seq > upto) {
-      return true;
-    }
+  // One pass over the WAL from next_seq; the caller repeats it until upto is reached.
+  auto ship_wal_once = [&](uint64_t upto) {
     std::unique_ptr<rocksdb::TransactionLogIterator> it;
     auto rs = engine->db()->GetUpdatesSince(next_seq, &it);
     if (!rs.ok()) {
@@ -307,6 +305,23 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     }
     if (out.Count() > 0 && !send(out)) {
       return false;
+    }
+    return true;
+  };
+  // Every entry up to upto must be shipped: an iterator that ends early (the WAL file was being
+  // written or switched) is opened again from where it stopped.
+  auto ship_wal = [&](uint64_t upto) {
+    for (int attempt = 0; next_seq <= upto; ++attempt) {
+      if (attempt == 100) {
+        err = "the WAL ends before sequence " + std::to_string(upto);
+        return false;
+      }
+      if (attempt > 0) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      if (!ship_wal_once(upto)) {
+        return false;
+      }
     }
     return true;
   };
