@@ -142,7 +142,92 @@ RouteResult ClusterState::Route(const RouteQuery& query) const {
     return {};
   }
   const auto view = Snapshot();
-  return cluster::Route(view->topology.get(), view->myself(), query);
+  auto result = cluster::Route(view->topology.get(), view->myself(), query);
+  if (result.slot < 0 || result.kind == RouteKind::kCrossSlot) {
+    return result;
+  }
+  std::lock_guard lock(migration_mu_);
+  auto in = [&](const MigrationStatus& m) {
+    return result.slot >= m.range.start && result.slot <= m.range.end &&
+           (m.done_version < 0 || m.done_version >= view->version);
+  };
+  if (result.kind == RouteKind::kHere && migrating_.state != MigrationState::kNone &&
+      in(migrating_)) {
+    if (migrating_.state == MigrationState::kStart && migrating_.forbidden && query.write) {
+      result.kind = RouteKind::kTryAgain;
+      result.error = std::string(kErrTryAgainForbidden);
+    } else if (migrating_.state == MigrationState::kSuccess && view->topology) {
+      // Handed over: the destination owns the slots from this node's point of view.
+      if (const Node* dst = view->topology->Find(migrating_.node_id)) {
+        result.kind = RouteKind::kMoved;
+        result.error = "MOVED " + std::to_string(result.slot) + " " + dst->host + ":" +
+                       std::to_string(dst->port);
+      }
+    }
+  } else if (result.kind == RouteKind::kMoved && importing_.state == MigrationState::kSuccess &&
+             in(importing_) && view->myself() != nullptr && view->myself()->role == Role::kMaster) {
+    result.kind = RouteKind::kHere;
+    result.error.clear();
+  }
+  return result;
+}
+
+void ClusterState::SetMigrating(MigrationStatus status) {
+  if (status.state == MigrationState::kSuccess) {
+    status.done_version = Snapshot()->version;
+  }
+  std::lock_guard lock(migration_mu_);
+  migrating_ = std::move(status);
+}
+
+void ClusterState::SetImporting(MigrationStatus status) {
+  if (status.state == MigrationState::kSuccess) {
+    status.done_version = Snapshot()->version;
+  }
+  std::lock_guard lock(migration_mu_);
+  importing_ = std::move(status);
+}
+
+MigrationStatus ClusterState::Migrating() const {
+  std::lock_guard lock(migration_mu_);
+  return migrating_;
+}
+
+MigrationStatus ClusterState::Importing() const {
+  std::lock_guard lock(migration_mu_);
+  return importing_;
+}
+
+namespace {
+std::string_view StateName(MigrationState s, bool import) {
+  switch (s) {
+    case MigrationState::kStart:
+      return "start";
+    case MigrationState::kSuccess:
+      return "success";
+    case MigrationState::kFail:
+      return import ? "error" : "fail";
+    case MigrationState::kNone:
+      break;
+  }
+  return "none";
+}
+}  // namespace
+
+std::string ClusterState::MigrationInfo() const {
+  std::lock_guard lock(migration_mu_);
+  std::string out;
+  // Kvrocks' lines: a space after the colon.
+  if (migrating_.state != MigrationState::kNone) {
+    out += "migrating_slot(s): " + FormatSlotRange(migrating_.range) + "\r\n";
+    out += "destination_node: " + migrating_.node_id + "\r\n";
+    out += "migrating_state: " + std::string(StateName(migrating_.state, false)) + "\r\n";
+  }
+  if (importing_.state != MigrationState::kNone) {
+    out += "importing_slot(s): " + FormatSlotRange(importing_.range) + "\r\n";
+    out += "import_state: " + std::string(StateName(importing_.state, true)) + "\r\n";
+  }
+  return out;
 }
 
 storage::Status ClusterState::Commit(std::shared_ptr<View> next) {

@@ -30,6 +30,19 @@ namespace cuckood::cluster {
 // and must not call ClusterState's mutators.
 using ReplicationHook = std::function<void(std::optional<std::pair<std::string, int>> master)>;
 
+// A slot migration this node takes part in (CLUSTER INFO's migration lines; routing of the
+// slots while they move).
+enum class MigrationState { kNone, kStart, kSuccess, kFail };
+struct MigrationStatus {
+  MigrationState state = MigrationState::kNone;
+  SlotRange range;
+  std::string node_id;        // migrating: the destination
+  bool forbidden = false;     // migrating: writes to the range answer TRYAGAIN
+  int64_t done_version = -1;  // the topology version when it succeeded
+};
+inline constexpr std::string_view kErrTryAgainForbidden =
+    "TRYAGAIN Can't write to slot being migrated which is in write forbidden phase";
+
 struct ClusterOptions {
   std::string nodes_file;                   // path of the nodes file
   std::vector<std::string> bind_addresses;  // to find this node in a topology when no id is set
@@ -62,6 +75,17 @@ class ClusterState {
 
   RouteResult Route(const RouteQuery& query) const;
 
+  // Slot migration, source side: while state is kStart and forbidden, writes to the range
+  // answer TRYAGAIN; once kSuccess, commands on the range answer MOVED to the destination until
+  // a newer topology arrives. Destination side: an import in kSuccess is served here until a
+  // newer topology arrives.
+  void SetMigrating(MigrationStatus status);
+  void SetImporting(MigrationStatus status);
+  MigrationStatus Migrating() const;
+  MigrationStatus Importing() const;
+  // CLUSTER INFO's migration lines (CRLF), empty when this node never took part in one.
+  std::string MigrationInfo() const;
+
  private:
   // Persists next, publishes it, then tells the hook if this node's role changed. Needs
   // update_mu_.
@@ -70,6 +94,9 @@ class ClusterState {
   std::string FindMyself(const Topology& topology) const;
 
   const ClusterOptions options_;
+  mutable std::mutex migration_mu_;
+  MigrationStatus migrating_;
+  MigrationStatus importing_;
   std::mutex update_mu_;  // one mutator at a time
   mutable std::mutex view_mu_;
   std::shared_ptr<const View> view_;

@@ -15,6 +15,7 @@
 #include "server/connection.h"
 #include "server/pubsub.h"
 #include "server/replication.h"
+#include "server/slot_migration.h"
 #include "server/util.h"
 
 namespace cuckood::server {
@@ -273,6 +274,7 @@ void Server::Start() {
   background_ = std::make_unique<asio::thread_pool>(2);
   if (cfg.cluster_enabled) {
     cluster_ = OpenClusterState(cfg);  // before the listeners: no client sees a node without it
+    slot_migrator_ = std::make_unique<SlotMigrator>(*this);
   }
 
   int workers =
@@ -503,6 +505,9 @@ void Server::StopAll() {
   shutting_down_ = true;
   if (replication_) {
     replication_->Stop();  // (the link and the senders use the database)
+  }
+  if (slot_migrator_) {
+    slot_migrator_->Stop();  // (it reads the database)
   }
   if (!contexts_.empty()) {
     asio::post(*contexts_[0], [this] {

@@ -119,6 +119,8 @@ struct SlowlogEntry {
   std::string name;
 };
 
+class SlotMigrator;
+
 class Server {
  public:
   explicit Server(Config config);
@@ -227,6 +229,8 @@ class Server {
   void set_config_file(std::string path) { config_file_ = std::move(path); }
   // Cluster mode (server/cluster_mode.h); null when cluster-enabled is no.
   cluster::ClusterState* cluster() const { return cluster_.get(); }
+  // Slot migration (server/slot_migration.h); null when cluster-enabled is no.
+  SlotMigrator* slot_migrator() const { return slot_migrator_.get(); }
 
  private:
   void Accept(size_t acceptor);
@@ -299,6 +303,7 @@ class Server {
   std::string executable_;
   std::string config_file_;
   std::unique_ptr<cluster::ClusterState> cluster_;
+  std::unique_ptr<SlotMigrator> slot_migrator_;
 };
 
 }  // namespace cuckood::server

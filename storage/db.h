@@ -169,6 +169,10 @@ class Db {
   // Serves from another database from now on (a replica's full sync). The caller makes sure no
   // command runs meanwhile; the in-memory cache is emptied.
   void SwapEngine(Engine* engine);
+  // Drops every record of slots first..last (metadata and pages of every namespace, rename
+  // aliases) in one write batch, with every stripe held, and empties the in-memory cache (slot
+  // migration: the source after the hand-over, a destination abandoning an import).
+  Status DeleteSlots(uint16_t first, uint16_t last);
 
   // Number of pages RocksDB served to page caches (INFO).
   uint64_t pages_loaded() const { return pages_loaded_.load(); }

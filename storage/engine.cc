@@ -690,6 +690,34 @@ Status Engine::ReloadVersions() {
   return Status::Ok();
 }
 
+uint64_t Engine::VersionHighWater() {
+  std::lock_guard lock(version_mu_);
+  return std::max(reserved_until_, next_version_ == 0 ? 0 : next_version_ - 1);
+}
+
+Status Engine::EnsureVersionsAbove(uint64_t v) {
+  std::lock_guard lock(version_mu_);
+  if (next_version_ > v) {
+    return Status::Ok();
+  }
+  if (v > reserved_until_) {
+    std::string raw(8, '\0');
+    for (int i = 0; i < 8; ++i) {
+      raw[static_cast<size_t>(i)] = static_cast<char>(v >> (8 * i));
+    }
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    auto s = db_->Put(wo, db_->DefaultColumnFamily(), std::string(kVersionReservedKey), raw);
+    if (!s.ok()) {
+      NoteWriteError(s);
+      return FromRocks(s);
+    }
+    reserved_until_ = v;
+  }
+  next_version_ = v + 1;
+  return Status::Ok();
+}
+
 Status Engine::WriteNow(rocksdb::WriteBatch* batch) {
   if (auto h = WriteHealth(); !h.ok()) {
     return h;

@@ -139,6 +139,11 @@ class Engine {
   // Re-reads the version high-water mark from the database: a replica about to write on its own
   // (promoted) continues after the versions its primary reserved.
   Status ReloadVersions();
+  // The version high-water mark: every version handed out so far is at most this.
+  uint64_t VersionHighWater();
+  // Makes every later NewVersion() return more than v (a destination of slot migration, which
+  // received filters of the source's versions).
+  Status EnsureVersionsAbove(uint64_t v);
 
   // Flushes memtables to SST files (SAVE / BGSAVE / shutdown).
   Status Flush();

@@ -12,6 +12,7 @@
 
 #include "storage/db.h"
 #include "storage/format.h"
+#include "storage/slot_data.h"
 
 namespace cuckood::storage {
 namespace {
@@ -111,6 +112,65 @@ Status Db::ApplyReplicated(std::string batch_data) {
       mem_.Erase(k);
     }
   }
+  return s;
+}
+
+Status Db::DeleteSlots(uint16_t first, uint16_t last) {
+  std::vector<size_t> all(locks_.stripes());
+  for (size_t i = 0; i < all.size(); ++i) {
+    all[i] = i;
+  }
+  LockGuard guard(&locks_, std::move(all));
+  engine_->Settle();
+  rocksdb::WriteBatch batch;
+  const SlotSpan span{first, last};
+  auto range_key = [](uint32_t ns, uint32_t slot) {
+    std::string k(4, '\0');
+    k[0] = static_cast<char>(ns >> 8);
+    k[1] = static_cast<char>(ns);
+    k[2] = static_cast<char>(slot >> 8);
+    k[3] = static_cast<char>(slot);
+    return k;
+  };
+  // One range delete per namespace that holds anything: the namespaces are found by seeking
+  // from one to the next.
+  for (auto* cf : {engine_->metadata_cf(), engine_->pages_cf()}) {
+    std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(rocksdb::ReadOptions(), cf));
+    uint32_t ns = 0;
+    for (it->Seek(range_key(0, 0)); it->Valid() && ns <= 0xFFFF;) {
+      const auto key = it->key();
+      if (key.size() < 2) {
+        it->Next();
+        continue;
+      }
+      ns =
+          (static_cast<uint32_t>(static_cast<uint8_t>(key[0])) << 8) | static_cast<uint8_t>(key[1]);
+      batch.DeleteRange(cf, range_key(ns, first), range_key(ns, uint32_t{last} + 1));
+      ++ns;
+      if (ns > 0xFFFF) {
+        break;
+      }
+      it->Seek(range_key(ns, 0));
+    }
+    if (!it->status().ok()) {
+      return Engine::FromRocks(it->status());
+    }
+  }
+  std::unique_ptr<rocksdb::Iterator> it(
+      engine_->db()->NewIterator(rocksdb::ReadOptions(), engine_->default_cf()));
+  for (it->Seek(std::string(1, kAliasPrefix));
+       it->Valid() && it->key().size() > 0 && it->key()[0] == kAliasPrefix; it->Next()) {
+    const auto slot =
+        RawKeySlot(RawCf::kDefault, std::string_view(it->key().data(), it->key().size()));
+    if (slot && span.Contains(*slot)) {
+      batch.Delete(engine_->default_cf(), it->key());
+    }
+  }
+  if (!it->status().ok()) {
+    return Engine::FromRocks(it->status());
+  }
+  auto s = batch.Count() == 0 ? Status::Ok() : engine_->WriteReplicated(&batch);
+  mem_.Clear();
   return s;
 }
 

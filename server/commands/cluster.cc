@@ -60,7 +60,7 @@ std::shared_ptr<const cluster::View> Initialized(CommandContext& ctx) {
 
 void ClusterInfo(CommandContext& ctx) {
   if (auto view = Initialized(ctx)) {
-    ctx.out.Verbatim(cluster::RenderInfo(*view));
+    ctx.out.Verbatim(cluster::RenderInfo(*view) + ctx.server.cluster()->MigrationInfo());
   }
 }
 

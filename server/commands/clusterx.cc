@@ -1,10 +1,11 @@
 // CLUSTERX: the commands a controller (apache/kvrocks-controller) uses to run this node, with
 // Kvrocks' arguments and texts: SETNODEID, SETNODES, SETSLOT, VERSION, MYID. MIGRATE (slot
-// migration) is not built yet and says so.
+// migration; server/slot_migration.h) and the node-to-node IMPORT / APPLYBATCH of a migration.
 #include "cluster/cluster.h"
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/server.h"
+#include "server/slot_migration.h"
 #include "server/util.h"
 
 namespace cuckood::server {
@@ -16,8 +17,8 @@ constexpr std::string_view kInvalidVersion = "ERR Invalid version";
 constexpr std::string_view kInvalidSetNodesOptions = "ERR Invalid setnodes options";
 constexpr std::string_view kInvalidSetSlotOptions = "ERR Invalid setslot options";
 constexpr std::string_view kInvalidNodeId = "ERR Invalid node id";
-constexpr std::string_view kMigrateNotSupported =
-    "ERR CLUSTERX MIGRATE is not supported yet: this version of cuckood cannot migrate slots";
+constexpr std::string_view kInvalidMigrateOptions = "ERR Invalid migrate options";
+constexpr std::string_view kInvalidImportState = "ERR Invalid import state";
 
 cluster::ClusterState* Enabled(CommandContext& ctx) {
   cluster::ClusterState* state = ctx.server.cluster();
@@ -59,7 +60,11 @@ void SetNodes(CommandContext& ctx) {
     ctx.out.Error(kInvalidSetNodesOptions);
     return;
   }
-  Reply(ctx, state->SetNodes(ctx.argv[2], *version, force));
+  auto s = state->SetNodes(ctx.argv[2], *version, force);
+  if (s.ok()) {
+    ctx.server.slot_migrator()->OnTopology();
+  }
+  Reply(ctx, s);
 }
 
 // CLUSTERX SETSLOT <slot|a-b> NODE <node id> <version>
@@ -110,9 +115,69 @@ void MyId(CommandContext& ctx) {
   }
 }
 
+void ReplyOutcome(CommandContext& ctx, const std::optional<std::string>& error) {
+  if (error) {
+    ctx.out.Error(*error);
+  } else {
+    ctx.out.SimpleString("OK");
+  }
+}
+
+// CLUSTERX MIGRATE <slot|a-b> <destination node id>: +OK at once, the work runs in the
+// background (CLUSTER INFO's migrating_state tells how it ends).
 void Migrate(CommandContext& ctx) {
+  if (Enabled(ctx) == nullptr) {
+    return;
+  }
+  if (ctx.argv.size() != 4) {
+    ctx.out.Error(kInvalidMigrateOptions);
+    return;
+  }
+  cluster::SlotRange range;
+  if (!cluster::ParseSlotArgument(ctx.argv[2], &range)) {
+    ctx.out.Error("ERR " + std::string(cluster::kErrSlotRangeInvalid));
+    return;
+  }
+  if (!cluster::ValidNodeId(ctx.argv[3])) {
+    ctx.out.Error(kInvalidNodeId);
+    return;
+  }
+  ReplyOutcome(ctx, ctx.server.slot_migrator()->Start(range, std::string(ctx.argv[3])));
+}
+
+// CLUSTERX IMPORT <slot|a-b> start|success|fail [version]: sent by a migrating source.
+void Import(CommandContext& ctx) {
+  if (Enabled(ctx) == nullptr) {
+    return;
+  }
+  cluster::SlotRange range;
+  if (!cluster::ParseSlotArgument(ctx.argv[2], &range)) {
+    ctx.out.Error("ERR " + std::string(cluster::kErrSlotRangeInvalid));
+    return;
+  }
+  std::string what(ctx.argv[3]);
+  for (auto& c : what) {
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  uint64_t version = 0;
+  if (what == "success" && ctx.argv.size() == 5) {
+    auto v = ParseInt64(ctx.argv[4]);
+    if (!v || *v < 0) {
+      ctx.out.Error(kInvalidVersion);
+      return;
+    }
+    version = static_cast<uint64_t>(*v);
+  } else if (ctx.argv.size() != 4 || (what != "start" && what != "success" && what != "fail")) {
+    ctx.out.Error(kInvalidImportState);
+    return;
+  }
+  ReplyOutcome(ctx, ctx.server.slot_migrator()->Import(range, what, version));
+}
+
+// CLUSTERX APPLYBATCH <raw write batch>: records of the slots being imported.
+void ApplyBatch(CommandContext& ctx) {
   if (Enabled(ctx) != nullptr) {
-    ctx.out.Error(kMigrateNotSupported);
+    ReplyOutcome(ctx, ctx.server.slot_migrator()->ApplyBatch(std::string(ctx.argv[2])));
   }
 }
 
@@ -124,7 +189,12 @@ void Help(CommandContext& ctx) {
              "'<id> <host> <port> slave <master-id>' line per node.",
              "SETSLOT <slot|start-end> NODE <node-id> <version>",
              "    Assign slots to a master; version must be the current one + 1.", "VERSION",
-             "    Return the topology version (-1: none).", "MYID", "    Return the node id."});
+             "    Return the topology version (-1: none).", "MYID", "    Return the node id.",
+             "MIGRATE <slot|start-end> <node-id>",
+             "    Move the slots' data to another master (in the background).",
+             "IMPORT <slot|start-end> START|SUCCESS|FAIL [version]",
+             "    Between nodes: the state of an import.", "APPLYBATCH <batch>",
+             "    Between nodes: a raw write batch of an import."});
 }
 
 CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
@@ -167,9 +237,16 @@ CommandSpec ClusterXCommandSpec() {
       Sub("clusterx|version", 2, kLoading | kStale, Version, "Returns the topology version."));
   subs.push_back(Sub("clusterx|myid", 2, kLoading | kStale, MyId, "Returns this node's id."));
   subs.push_back(
-      Sub("clusterx|migrate", -4, kSet, Migrate,
-          "Slot migration (not supported yet: answers an error).",
+      Sub("clusterx|migrate", -4, kSet, Migrate, "Moves slots to another master.",
           {{"slot", "string", "", false, false}, {"node-id", "string", "", false, false}}));
+  subs.push_back(Sub("clusterx|import", -4, kSet, Import,
+                     "Between nodes: the state of a slot import.",
+                     {{"slot", "string", "", false, false},
+                      {"state", "string", "", false, false},
+                      {"version", "integer", "", true, false}}));
+  subs.push_back(Sub("clusterx|applybatch", 3, kAdmin | kNoScript | kWrite, ApplyBatch,
+                     "Between nodes: a raw write batch of a slot import.",
+                     {{"batch", "string", "", false, false}}));
   subs.push_back(Sub("clusterx|help", 2, kLoading | kStale, Help,
                      "Returns helpful text about the different subcommands."));
   return x;

@@ -14,6 +14,7 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/server.h"
+#include "server/slot_migration.h"
 #include "server/util.h"
 
 namespace cuckood::server {
@@ -416,6 +417,10 @@ bool ParseFlushMode(CommandContext& ctx) {
 
 void FlushGeneric(CommandContext& ctx, bool all) {
   if (!ParseFlushMode(ctx)) {
+    return;
+  }
+  if (ctx.server.slot_migrator() != nullptr && ctx.server.slot_migrator()->Busy()) {
+    ctx.out.Error("ERR Can't flush the database while slots are being migrated");
     return;
   }
   auto& db = ctx.server.db();

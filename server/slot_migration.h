@@ -1,0 +1,63 @@
+// Live slot migration (CLUSTERX MIGRATE), both sides.
+//
+// Source: a background thread takes a RocksDB snapshot, ships the raw records of the slot range
+// (storage/slot_data.h) to the destination in bounded, rate-limited write batches, then the WAL
+// entries of the range written since, round after round until the gap is small, then forbids
+// writes to the range (TRYAGAIN through ClusterState::Route), ships the rest and hands the range
+// over (MOVED to the destination until the controller pushes the new topology, after which the
+// range is deleted here).
+//
+// The channel is an ordinary client connection to the destination (AUTH with masterauth, else
+// requirepass): CLUSTERX IMPORT <range> start, then CLUSTERX APPLYBATCH <raw write batch> per
+// batch, then CLUSTERX IMPORT <range> success <version> (or fail). The destination applies
+// each batch as a replica applies its primary's (Db::ApplyReplicated: cache invalidation, and
+// its own replicas receive it through its WAL), refuses records outside the range, and drops
+// the range when an import fails.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "cluster/cluster.h"
+#include "storage/status.h"
+
+namespace cuckood::server {
+
+class Server;
+
+class SlotMigrator {
+ public:
+  explicit SlotMigrator(Server& server);
+  ~SlotMigrator();
+
+  // CLUSTERX MIGRATE: checks the request (error text without '-' when refused) and starts the
+  // background thread.
+  std::optional<std::string> Start(const cluster::SlotRange& range, const std::string& dst_id);
+  // CLUSTERX IMPORT <range> start|success|fail [version] on the destination.
+  std::optional<std::string> Import(const cluster::SlotRange& range, std::string_view state,
+                                    uint64_t min_version);
+  // CLUSTERX APPLYBATCH: a raw batch of an import in progress.
+  std::optional<std::string> ApplyBatch(std::string data);
+  // A migration or an import is in progress (FLUSHDB / FLUSHALL are refused meanwhile).
+  bool Busy() const;
+  // After a topology change: a source whose range the new topology gives to the destination
+  // deletes it.
+  void OnTopology();
+  // Stops the thread (shutdown); a migration in progress ends in fail.
+  void Stop();
+
+ private:
+  void Run(cluster::SlotRange range, std::string dst_id, std::string host, int port);
+
+  Server& server_;
+  std::mutex mu_;
+  std::thread thread_;
+  std::atomic<bool> running_{false};
+  std::atomic<bool> stop_{false};
+  bool cleaned_ = true;  // the source deleted the range of its last successful migration
+};
+
+}  // namespace cuckood::server
