@@ -244,7 +244,7 @@ void Connection::ProcessInput() {
       continue;
     }
     const CommandSpec* spec = server_.commands().Find(argv[0]);
-    if (spec != nullptr && (spec->flags & kBackground) && !client_.in_multi) {
+    if (spec != nullptr && RunsInBackground(*spec, argv) && !client_.in_multi) {
       batch_scope.End();
       RunInBackground(spec, argv);
       break;  // the rest of the pipeline waits for this command's reply
