@@ -78,7 +78,7 @@ void DebugReload(CommandContext& ctx) {
   std::lock_guard lock(reload_mu);
   // The replication senders read the WAL on threads of their own: they stop, and the replicas
   // continue from the same sequence once they reconnect.
-  (void)ctx.server.replication().KillReplicas();
+  ctx.server.replication().StopReplicas();
   std::atomic<bool> cancel{false};
   // ReopenDatabase waits for the background pool to be idle: this command is not counted while
   // it waits.
