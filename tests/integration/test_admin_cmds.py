@@ -9,7 +9,7 @@ import tempfile
 import time
 
 import pytest
-from cuckood_nodes import sequence, wait_for
+from cuckood_nodes import info, sequence, wait_for
 from cuckood_testlib import RawClient, free_port
 
 
@@ -237,6 +237,8 @@ def test_replica_follows_a_primary_across_debug_reload(nodes):
     primary = nodes.start("p")
     r = nodes.start("r", "--replicaof", "127.0.0.1 %d" % primary.port)
     p, rc = primary.client(), r.client()
+    wait_for(lambda: info(rc, "replication").get("master_link_status") == "up", 20,
+             "the replication link")
     p.execute_command("CF.RESERVE", "f", 1000)
     for i in range(20):
         p.execute_command("CF.ADD", "f", "i%d" % i)
@@ -248,13 +250,15 @@ def test_replica_follows_a_primary_across_debug_reload(nodes):
         return sequence(rc) == s and s
     wait_for(converged, 30, "the replica to reach the primary's sequence")
     assert rc.execute_command("CF.EXISTS", "f", "i5") == 1
-    assert p.execute_command("DEBUG", "RELOAD") == b"OK"
     with pytest.raises(redis.ResponseError, match="not allowed on a replica"):
         rc.execute_command("DEBUG", "RELOAD")
+    assert p.execute_command("DEBUG", "RELOAD") == b"OK"
     p.execute_command("CF.ADD", "f", "late")
     p.set("s", "two")
     wait_for(converged, 30, "the replica to follow writes made after the reload")
     assert rc.get("s") == b"two"
     assert rc.execute_command("CF.EXISTS", "f", "late") == 1
     assert rc.execute_command("CF.INFO", "f") == p.execute_command("CF.INFO", "f")
+    # The reopen kept the sequence: the replica continued, with no second full sync.
+    assert "continues from sequence" in primary.read_log()
     assert scandump_all(rc, "f") == scandump_all(p, "f")
