@@ -1,4 +1,4 @@
-"""OBJECT, TOUCH, DEBUG (RELOAD, OBJECT, enable-debug-command): the generic replies are compared
+"""OBJECT, TOUCH, DEBUG (RELOAD, OBJECT, enable-debug-command), CLIENT PAUSE: the generic replies are compared
 byte for byte with a real redis-server; filters keep every field across DEBUG RELOAD; a primary's
 replicas keep following it across one."""
 import re
@@ -262,3 +262,76 @@ def test_replica_follows_a_primary_across_debug_reload(nodes):
     # The reopen kept the sequence: the replica continued, with no second full sync.
     assert "continues from sequence" in primary.read_log()
     assert scandump_all(rc, "f") == scandump_all(p, "f")
+
+
+PAUSE_ERRORS = [
+    ("CLIENT", "PAUSE", "abc"),
+    ("CLIENT", "PAUSE", "-1"),
+    ("CLIENT", "PAUSE", "100", "foo"),
+    ("CLIENT", "PAUSE", "100", "WRITE", "extra"),
+    ("CLIENT", "PAUSE"),
+    ("CLIENT", "UNPAUSE", "x"),
+    ("CLIENT", "UNPAUSE"),
+]
+
+
+def timed(c, *cmd):
+    start = time.monotonic()
+    reply = c.call(*cmd)
+    return reply, time.monotonic() - start
+
+
+@pytest.mark.parametrize("target", ["cuckood", "redis"])
+def test_client_pause_timing(server, real_redis_port, target):
+    port = server.port if target == "cuckood" else real_redis_port
+    admin, c = RawClient(port), RawClient(port)
+    try:
+        for cmd in PAUSE_ERRORS:
+            reply = admin.call(*cmd)
+            if target == "cuckood":
+                ref = RawClient(real_redis_port)
+                assert reply == ref.call(*cmd), cmd
+                ref.close()
+        c.call("SET", "adm:p", "1")
+        # WRITE: reads run at once, writes wait for the end of the pause.
+        assert admin.call("CLIENT", "PAUSE", "700", "WRITE") == b"+OK\r\n"
+        reply, took = timed(c, "GET", "adm:p")
+        assert reply == b"$1\r\n1\r\n" and took < 0.4
+        reply, took = timed(c, "SET", "adm:p", "2")
+        assert reply == b"+OK\r\n" and 0.3 < took < 3
+        # ALL: every command waits.
+        assert admin.call("CLIENT", "PAUSE", "600", "ALL") == b"+OK\r\n"
+        reply, took = timed(c, "PING")
+        assert reply == b"+PONG\r\n" and 0.3 < took < 3
+        # UNPAUSE lets a waiting write go long before the pause would end.
+        assert admin.call("CLIENT", "PAUSE", "10000", "WRITE") == b"+OK\r\n"
+        c.send_raw(b"*3\r\n$3\r\nSET\r\n$5\r\nadm:p\r\n$1\r\n3\r\n")
+        time.sleep(0.3)
+        assert admin.call("GET", "adm:p") == b"$1\r\n2\r\n"
+        start = time.monotonic()
+        assert admin.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
+        assert c.read_reply() == b"+OK\r\n"
+        assert time.monotonic() - start < 2
+        assert c.call("GET", "adm:p") == b"$1\r\n3\r\n"
+    finally:
+        admin.call("CLIENT", "UNPAUSE")
+        admin.close()
+        c.close()
+
+
+def test_client_pause_write_holds_exec_of_a_write_and_pipelined_commands(server):
+    admin, c = RawClient(server.port), RawClient(server.port)
+    try:
+        assert c.call("MULTI") == b"+OK\r\n"
+        assert c.call("SET", "adm:m", "1") == b"+QUEUED\r\n"
+        assert admin.call("CLIENT", "PAUSE", "500", "WRITE") == b"+OK\r\n"
+        # EXEC with a queued write waits; a GET pipelined behind it answers after it.
+        start = time.monotonic()
+        c.send_raw(b"*1\r\n$4\r\nEXEC\r\n*2\r\n$3\r\nGET\r\n$5\r\nadm:m\r\n")
+        assert c.read_reply() == b"*1\r\n+OK\r\n"
+        assert c.read_reply() == b"$1\r\n1\r\n"
+        assert time.monotonic() - start > 0.3
+    finally:
+        admin.call("CLIENT", "UNPAUSE")
+        admin.close()
+        c.close()
