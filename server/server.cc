@@ -1023,8 +1023,12 @@ void Server::Pause(std::chrono::steady_clock::time_point until, bool all) {
 
 std::chrono::steady_clock::duration Server::PauseRemaining(const CommandSpec* spec,
                                                            const Client& client) const {
-  const auto until = std::chrono::steady_clock::time_point(
-      std::chrono::steady_clock::duration(pause_until_ns_.load(std::memory_order_acquire)));
+  const int64_t until_ns = pause_until_ns_.load(std::memory_order_acquire);
+  if (until_ns == 0) {
+    return std::chrono::steady_clock::duration::zero();  // (no clock read on the common path)
+  }
+  const auto until =
+      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(until_ns));
   const auto now = std::chrono::steady_clock::now();
   if (spec == nullptr || until <= now) {
     return std::chrono::steady_clock::duration::zero();
