@@ -73,3 +73,14 @@ std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& a
 }
 
 }  // namespace cuckood::server
+
+namespace cuckood::server {
+
+bool RunsInBackground(const CommandSpec& spec, const Argv& argv) {
+  if (spec.flags & kBackground) {
+    return true;
+  }
+  return spec.name == "debug" && argv.size() >= 2 && EqualsIgnoreCase(argv[1], "reload");
+}
+
+}  // namespace cuckood::server

@@ -113,6 +113,9 @@ class CommandTable {
 // Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS). MIGRATE's keys are its
 // key argument, or when that is empty, every argument after its KEYS option.
 std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv);
+// Whether a connection runs this command on the background pool: kBackground rows, and DEBUG
+// RELOAD (it parks every io thread, so it cannot run on one; DEBUG's other subcommands run inline).
+bool RunsInBackground(const CommandSpec& spec, const Argv& argv);
 
 void RegisterConnectionCommands(CommandTable& table);
 void RegisterKeyspaceCommands(CommandTable& table);

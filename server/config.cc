@@ -468,6 +468,9 @@ std::vector<OptionRow> BuildTable() {
                       "Without a password, accept only loopback clients when bound to all "
                       "interfaces",
                       true, &C::protected_mode));
+  t.push_back(EnumRow("enable-debug-command",
+                      "Who may run DEBUG: yes, no, local (loopback clients only)", false,
+                      &C::enable_debug_command, {"yes", "no", "local"}));
   t.push_back(EnumRow("appendfsync",
                       "WAL sync policy: always (every write), everysec (once a second), no (OS)",
                       true, &C::appendfsync, {"always", "everysec", "no"}));

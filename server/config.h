@@ -20,6 +20,9 @@ struct Config {
   int workers = 0;  // 0 = number of cores
   std::string requirepass;
   bool protected_mode = true;
+  // DEBUG: yes, no, local (loopback clients only). Redis 7 defaults to no; cuckood to local, so
+  // DEBUG RELOAD / SLEEP work for tests and tools on the same host and nowhere else.
+  std::string enable_debug_command = "local";
   bool group_commit = true;  // pipelined filter writes share RocksDB writes
   std::string appendfsync = "everysec";
   int maxclients = 10000;

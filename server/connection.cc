@@ -44,7 +44,11 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi) {
 
 Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
                        asio::ssl::context* tls)
-    : server_(server), socket_(std::move(socket)), idle_timer_(socket_.get_executor()), id_(id) {
+    : server_(server),
+      socket_(std::move(socket)),
+      idle_timer_(socket_.get_executor()),
+      pause_timer_(socket_.get_executor()),
+      id_(id) {
   if (tls != nullptr) {
     tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *tls);
   }
@@ -244,7 +248,13 @@ void Connection::ProcessInput() {
       continue;
     }
     const CommandSpec* spec = server_.commands().Find(argv[0]);
-    if (spec != nullptr && (spec->flags & kBackground) && !client_.in_multi) {
+    if (server_.PauseRemaining(client_.in_multi && !(spec && spec->name == "exec") ? nullptr : spec,
+                               client_) > std::chrono::steady_clock::duration::zero()) {
+      batch_scope.End();
+      WaitForUnpause(spec, argv);
+      break;  // the rest of the pipeline waits behind it
+    }
+    if (spec != nullptr && RunsInBackground(*spec, argv) && !client_.in_multi) {
       batch_scope.End();
       RunInBackground(spec, argv);
       break;  // the rest of the pipeline waits for this command's reply
@@ -338,6 +348,41 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
       self->ProcessInput();
     });
   });
+}
+
+void Connection::WaitForUnpause(const CommandSpec* spec, const Argv& argv) {
+  busy_ = true;
+  paused_argv_.assign(argv.begin(), argv.end());
+  // Re-checked at least every 100 ms, so CLIENT UNPAUSE lets the command go soon.
+  auto wait = std::min<std::chrono::steady_clock::duration>(server_.PauseRemaining(spec, client_),
+                                                            std::chrono::milliseconds(100));
+  pause_timer_.expires_after(wait);
+  auto self = shared_from_this();
+  pause_timer_.async_wait([self](const asio::error_code&) { self->ResumeAfterPause(); });
+}
+
+void Connection::ResumeAfterPause() {
+  if (closed_) {
+    return;
+  }
+  Argv argv(paused_argv_.begin(), paused_argv_.end());
+  const CommandSpec* spec = server_.commands().Find(argv[0]);
+  if (server_.PauseRemaining(spec, client_) > std::chrono::steady_clock::duration::zero()) {
+    WaitForUnpause(spec, argv);
+    return;
+  }
+  if (spec != nullptr && RunsInBackground(*spec, argv) && !client_.in_multi) {
+    RunInBackground(spec, argv);  // (it copies argv and clears busy_ when done)
+    return;
+  }
+  busy_ = false;
+  resp::Writer writer(&out_, client_.proto);
+  server_.Dispatch(client_, spec, argv, writer);
+  if (client_.close_after_reply || client_.kill_requested) {
+    closing_ = true;
+  }
+  SyncSnapshot();
+  ProcessInput();
 }
 
 void Connection::Flush() {
@@ -441,6 +486,7 @@ void Connection::Close() {
   closing_ = true;
   asio::error_code ec;
   idle_timer_.cancel();
+  pause_timer_.cancel();
   socket_.shutdown(asio::ip::tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   if (!busy_) {

@@ -59,6 +59,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // Runs a kBackground command on the server's background pool; the connection executes
   // nothing else (its pipeline waits) until the reply is back on the io thread.
   void RunInBackground(const CommandSpec* spec, const Argv& argv);
+  // CLIENT PAUSE: keeps the command, stops processing input, and runs it when the pause ends.
+  void WaitForUnpause(const CommandSpec* spec, const Argv& argv);
+  void ResumeAfterPause();
   void Flush();
   // Appends a published message to the output (on the io thread) and sends it.
   void OnMessage(const PubSubMessage& msg);
@@ -77,6 +80,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // TLS over socket_ (clients of tls-port); reads and writes go through it when set.
   std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;
   asio::steady_timer idle_timer_;
+  asio::steady_timer pause_timer_;
+  std::vector<std::string> paused_argv_;  // the command waiting for CLIENT UNPAUSE
   uint64_t id_;
   resp::Parser parser_;
   resp::ParserLimits limits_;

@@ -177,6 +177,10 @@ int Replication::KillReplicas() {
   return n;
 }
 
+void Replication::StopReplicas() {
+  primary_->StopAll();
+}
+
 int Replication::WaitForReplicas(int n, uint64_t seq, int64_t timeout_ms) {
   return primary_->WaitForAcks(n, seq, std::chrono::milliseconds(timeout_ms));
 }

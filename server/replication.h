@@ -48,6 +48,9 @@ class Replication final : public replication::ReplicaLink::Host {
   void ServeReplica(int fd, replication::SyncRequest request);
   // Disconnects the node's replicas (CLIENT KILL TYPE replica / slave); returns how many.
   int KillReplicas();
+  // The same, waiting until every sender thread has ended (nothing of them reads the database
+  // any more): DEBUG RELOAD's reopen. The replicas reconnect and continue from their sequence.
+  void StopReplicas();
   // WAIT: how many replicas acknowledged seq within timeout_ms (0 = no limit).
   int WaitForReplicas(int n, uint64_t seq, int64_t timeout_ms);
 

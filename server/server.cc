@@ -1009,3 +1009,52 @@ void Server::SlowlogReset() {
 }
 
 }  // namespace cuckood::server
+
+namespace cuckood::server {
+
+void Server::Pause(std::chrono::steady_clock::time_point until, bool all) {
+  const int64_t ns = until.time_since_epoch().count();
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t current = pause_until_ns_.load(std::memory_order_acquire);
+  if (current > now) {
+    // Paused already: the later end and the stricter mode win.
+    pause_all_.store(all || pause_all_.load(std::memory_order_acquire), std::memory_order_release);
+    pause_until_ns_.store(std::max(ns, current), std::memory_order_release);
+    return;
+  }
+  pause_all_.store(all, std::memory_order_release);
+  pause_until_ns_.store(ns, std::memory_order_release);
+}
+
+std::chrono::steady_clock::duration Server::PauseRemaining(const CommandSpec* spec,
+                                                           const Client& client) const {
+  const int64_t until_ns = pause_until_ns_.load(std::memory_order_acquire);
+  if (until_ns == 0) {
+    return std::chrono::steady_clock::duration::zero();  // (no clock read on the common path)
+  }
+  const auto until =
+      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(until_ns));
+  const auto now = std::chrono::steady_clock::now();
+  if (spec == nullptr || until <= now) {
+    return std::chrono::steady_clock::duration::zero();
+  }
+  if (pause_all_.load(std::memory_order_acquire)) {
+    return until - now;
+  }
+  // WRITE: writes and the commands that may replicate (PUBLISH), and an EXEC that queued one.
+  auto writes = [](const CommandSpec* s) {
+    return s != nullptr && ((s->flags & kWrite) || s->name == "publish" || s->name == "spublish");
+  };
+  bool waits = writes(spec);
+  if (!waits && spec->name == "exec" && client.in_multi) {
+    for (const auto& q : client.queued) {
+      if (!q.empty() && writes(table_.Find(q[0]))) {
+        waits = true;
+        break;
+      }
+    }
+  }
+  return waits ? until - now : std::chrono::steady_clock::duration::zero();
+}
+
+}  // namespace cuckood::server

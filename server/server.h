@@ -180,6 +180,15 @@ class Server {
   // another thread); gives up (nothing changed) when cancel becomes true before they are.
   storage::Status ReopenDatabase(const std::function<storage::Status()>& between,
                                  const std::atomic<bool>& cancel);
+  // CLIENT PAUSE: until `until` (steady clock), clients' commands wait, all of them or (all =
+  // false) those that write or may replicate. A later pause extends an earlier one and never
+  // makes it less strict while both last. Unpause ends it at once.
+  void Pause(std::chrono::steady_clock::time_point until, bool all);
+  void Unpause() { pause_until_ns_.store(0, std::memory_order_release); }
+  // How long this command must still wait (zero: run it now).
+  std::chrono::steady_clock::duration PauseRemaining(const CommandSpec* spec,
+                                                     const Client& client) const;
+
   // Kept by connections around commands they run on the background pool (ReplaceDatabase
   // waits for them).
   void BackgroundBegin() { background_running_.fetch_add(1, std::memory_order_acq_rel); }
@@ -260,6 +269,8 @@ class Server {
   Stats stats_;
   std::unique_ptr<Replication> replication_;
   std::atomic<bool> loading_{false};
+  std::atomic<int64_t> pause_until_ns_{0};  // steady clock; 0 = not paused
+  std::atomic<bool> pause_all_{false};
   std::atomic<int> background_running_{0};
 
   std::vector<std::unique_ptr<asio::io_context>> contexts_;

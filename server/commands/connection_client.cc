@@ -1,6 +1,8 @@
 // CLIENT and its subcommands: ID, SETNAME, GETNAME, LIST, INFO, KILL, SETINFO, NO-EVICT,
 // NO-TOUCH, HELP. Other connections are reached through Server::Connections(); their lines come
 // from Connection::Describe().
+#include <algorithm>
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -17,6 +19,10 @@
 namespace cuckood::server {
 namespace {
 
+constexpr std::string_view kPauseTimeoutNotInteger =
+    "ERR timeout is not an integer or out of range";
+constexpr std::string_view kPauseTimeoutNegative = "ERR timeout is negative";
+constexpr std::string_view kPauseMode = "ERR CLIENT PAUSE mode must be WRITE or ALL";
 constexpr std::string_view kBadClientName =
     "ERR Client names cannot contain spaces, newlines or special characters.";
 
@@ -339,6 +345,41 @@ void ClientNoTouchCommand(CommandContext& ctx) {
   SetOnOff(ctx, &ctx.client.no_touch);
 }
 
+// CLIENT PAUSE timeout [WRITE|ALL]: the connections hold the commands back (Server::Pause).
+void ClientPauseCommand(CommandContext& ctx) {
+  if (ctx.argv.size() > 4) {
+    ReplySubcommandSyntaxError(ctx);
+    return;
+  }
+  auto ms = ParseInt64(ctx.argv[2]);
+  if (!ms) {
+    ctx.out.Error(kPauseTimeoutNotInteger);
+    return;
+  }
+  if (*ms < 0) {
+    ctx.out.Error(kPauseTimeoutNegative);
+    return;
+  }
+  bool all = true;
+  if (ctx.argv.size() == 4) {
+    if (EqualsIgnoreCase(ctx.argv[3], "write")) {
+      all = false;
+    } else if (!EqualsIgnoreCase(ctx.argv[3], "all")) {
+      ctx.out.Error(kPauseMode);
+      return;
+    }
+  }
+  // (a pause of years is as good as forever; the clamp keeps the clock arithmetic in range)
+  const int64_t capped = std::min<int64_t>(*ms, int64_t{1} << 40);
+  ctx.server.Pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(capped), all);
+  ctx.out.SimpleString("OK");
+}
+
+void ClientUnpauseCommand(CommandContext& ctx) {
+  ctx.server.Unpause();
+  ctx.out.SimpleString("OK");
+}
+
 void ClientHelpCommand(CommandContext& ctx) {
   ReplyHelp(ctx.out, "CLIENT",
             {"GETNAME",
@@ -434,6 +475,13 @@ CommandSpec ClientCommandSpec() {
                      "Controls whether commands sent by the client will alter the LRU/LFU of the "
                      "keys they access.",
                      "7.2.0", "O(1)", {{"enabled", "oneof", "ON|OFF", false, false}}));
+  subs.push_back(
+      Sub("client|pause", -3, kAdmin | kNoScript | kLoading | kStale, ClientPauseCommand,
+          "Suspend processing of clients' commands", "3.0.0", "O(1)",
+          {{"timeout", "integer", "", false, false}, {"mode", "oneof", "WRITE|ALL", true, false}}));
+  subs.push_back(Sub("client|unpause", 2, kAdmin | kNoScript | kLoading | kStale,
+                     ClientUnpauseCommand, "Resume processing of clients that were paused", "6.2.0",
+                     "O(N) Where N is the number of paused clients"));
   subs.push_back(Sub("client|help", 2, kLoading | kStale, ClientHelpCommand,
                      "Show helpful text about the different subcommands", "5.0.0"));
   for (auto& s : subs) {

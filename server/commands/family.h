@@ -86,6 +86,13 @@ void RegisterMigrateCommand(CommandTable& table);
 
 // MEMORY and DISK (memory.cc), registered by RegisterKeyspaceCommands.
 void RegisterMemoryCommands(CommandTable& table);
+// OBJECT and TOUCH (object.cc), registered by RegisterKeyspaceCommands.
+void RegisterObjectCommands(CommandTable& table);
+// What OBJECT ENCODING / REFCOUNT (and DEBUG OBJECT) report for a key.
+std::string_view ObjectEncoding(const storage::Metadata& meta);
+int64_t ObjectRefcount(const storage::Metadata& meta);
+// The DEBUG row (debug.cc), registered by RegisterServerCommands.
+CommandSpec DebugCommandSpec();
 
 // The CLIENT container row (connection_client.cc), registered by RegisterConnectionCommands.
 CommandSpec ClientCommandSpec();

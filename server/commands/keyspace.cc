@@ -548,6 +548,7 @@ void RegisterKeyspaceCommands(CommandTable& table) {
   flushall.acl_categories = {"@keyspace", "@write", "@slow", "@dangerous"};
   table.Add(std::move(flushall));
   RegisterMemoryCommands(table);
+  RegisterObjectCommands(table);
 }
 
 }  // namespace cuckood::server

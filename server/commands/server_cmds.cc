@@ -1,5 +1,5 @@
 // Server commands: CONFIG, TIME, LASTSAVE, SAVE, BGSAVE, BGREWRITEAOF, SHUTDOWN, SLOWLOG,
-// LATENCY, LOLWUT, DEBUG, MONITOR, READONLY, READWRITE, and the INFO row (its handler is in
+// LATENCY, LOLWUT, MONITOR, READONLY, READWRITE, and the INFO row (its handler is in
 // info.cc). ROLE and WAIT are in replication.cc.
 //
 // Persistence commands map onto RocksDB: SAVE flushes the memtables (synchronously: a flush is
@@ -356,29 +356,6 @@ void LolwutCommand(CommandContext& ctx) {
   ctx.out.Verbatim("Cuckoo filters, one fingerprint at a time.\nRedis ver. 7.0.15\n");
 }
 
-// DEBUG SLEEP <seconds> (fractions allowed) blocks this connection's io thread, as Redis blocks
-// its server; nothing else of DEBUG exists.
-void DebugCommand(CommandContext& ctx) {
-  if (EqualsIgnoreCase(ctx.argv[1], "sleep") && ctx.argv.size() == 3) {
-    auto secs = ParseDouble(ctx.argv[2]);
-    if (!secs) {
-      ctx.out.Error("ERR value is not a valid float");
-      return;
-    }
-    if (*secs > 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(*secs * 1e6)));
-    }
-    ctx.out.SimpleString("OK");
-    return;
-  }
-  if (EqualsIgnoreCase(ctx.argv[1], "help") && ctx.argv.size() == 2) {
-    ReplyHelp(ctx.out, "DEBUG",
-              {"SLEEP <seconds>", "    Stop the server for <seconds>. Decimals allowed."});
-    return;
-  }
-  ReplySubcommandSyntaxError(ctx);
-}
-
 void MonitorCommand(CommandContext& ctx) {
   ctx.out.Error("ERR MONITOR is not supported");
 }
@@ -508,8 +485,7 @@ void RegisterServerCommands(CommandTable& table) {
                 "Display some computer art and "
                 "the Redis version",
                 "5.0.0", {}, {{"version", "integer", "VERSION", true, false}}));
-  table.Add(Row("debug", -2, kAdm, DebugCommand, "A container for debugging commands", "1.0.0", {},
-                {}, "Depends on subcommand."));
+  table.Add(DebugCommandSpec());
   table.Add(Row("monitor", 1, kAdm, MonitorCommand,
                 "Listen for all requests received by the server in real time", "1.0.0"));
   for (const char* name : {"readonly", "readwrite"}) {
