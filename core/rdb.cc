@@ -386,6 +386,14 @@ bool Decode(const EncodedString& s, const ByteSink& sink) {
 
 bool DecodeToString(const EncodedString& s, std::string* out) {
   if (s.kind == EncodedString::Kind::kLzf) {
+    // An LZF back-reference of at most 264 bytes takes at least 3 bytes: a claimed length beyond
+    // what the compressed bytes can expand to is malformed, and is refused before anything is
+    // allocated for it.
+    constexpr uint64_t kMaxExpansion = 90;
+    if (s.length > static_cast<uint64_t>(s.bytes.size()) * kMaxExpansion + 64 ||
+        s.length > (uint64_t{1} << 32)) {
+      return false;
+    }
     out->assign(static_cast<size_t>(s.length), '\0');
     return LzfDecompress(s.bytes, out);
   }
