@@ -319,3 +319,22 @@ TEST_CASE("Damaged LZF bytes inside a well-formed payload fail when decoded") {
   CHECK_FALSE(rdb::DecodeToString(s, &out));
   CHECK_FALSE(rdb::Decode(s, [](std::string_view) { return true; }));
 }
+
+TEST_CASE("An LZF string claiming more than its bytes can expand to is refused, not allocated") {
+  rdb::EncodedString s;
+  s.kind = rdb::EncodedString::Kind::kLzf;
+  const std::string compressed =
+      "\x02"
+      "abc";  // a literal run of three bytes
+  s.bytes = compressed;
+  std::string out;
+  SECTION("a length far beyond 88 bytes per compressed byte") {
+    s.length = uint64_t{0x3016e5a289821405};
+    CHECK_FALSE(rdb::DecodeToString(s, &out));
+  }
+  SECTION("the true length decodes") {
+    s.length = 3;
+    REQUIRE(rdb::DecodeToString(s, &out));
+    CHECK(out == "abc");
+  }
+}
