@@ -683,7 +683,6 @@ struct IoBatch {
   bool held = false;
   bool exclusive = false;
   int uses = 0;
-  std::vector<size_t> stripes;
   storage::LockGuard guard;
   std::unique_ptr<storage::WriteGroup> group;
   struct Waiting {
@@ -760,9 +759,10 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   storage::LockGuard guard;
   std::vector<std::string_view> keys;
   const bool write = (spec.flags & kWrite) != 0;
-  // The io thread's lock batch keeps the stripes of consecutive commands on the same keys (at
-  // most kMaxBatchUses commands); anything else first gives them back.
+  // The io thread's lock batch keeps the stripes of consecutive commands (at most kMaxBatchUses
+  // commands, kMaxStripes stripes); a command it cannot take in first gives them back.
   constexpr int kMaxBatchUses = 256;
+  constexpr size_t kMaxStripes = 256;
   const bool batchable = client.lock_batching && !locks_held && spec.first_key > 0 &&
                          !(spec.flags & (kLockAll | kBackground));
   const bool groupable = batchable && write && (spec.flags & kGroupCommit) &&
@@ -777,17 +777,21 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   auto batch_covers = [&](std::vector<size_t>& stripes, bool exclusive) {
     std::sort(stripes.begin(), stripes.end());
     stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    if (batch.held && batch.uses < kMaxBatchUses && (batch.exclusive || !exclusive) &&
-        batch.stripes == stripes) {
-      ++batch.uses;
-      return true;
+    if (batch.held && batch.uses < kMaxBatchUses && (batch.exclusive || !exclusive)) {
+      // Commands on other keys join the batch (and its write group) when their stripes are
+      // free: taken without waiting, so no thread ever waits while it holds stripes.
+      if (batch.guard.covers(stripes) ||
+          (batch.exclusive == exclusive && batch.guard.size() + stripes.size() <= kMaxStripes &&
+           batch.guard.TryAdd(stripes))) {
+        ++batch.uses;
+        return true;
+      }
     }
     EndBatch();
     return false;
   };
-  auto batch_keep = [&](storage::LockGuard g, std::vector<size_t> stripes, bool exclusive) {
+  auto batch_keep = [&](storage::LockGuard g, bool exclusive) {
     batch.guard = std::move(g);
-    batch.stripes = std::move(stripes);
     batch.exclusive = exclusive;
     batch.uses = 1;
     batch.held = true;
@@ -809,7 +813,7 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
       if (!batchable) {
         guard = storage::LockGuard(&db_->locks(), std::move(stripes));
       } else if (!batch_covers(stripes, true)) {
-        batch_keep(storage::LockGuard(&db_->locks(), stripes), stripes, true);
+        batch_keep(storage::LockGuard(&db_->locks(), std::move(stripes)), true);
       }
     }
   }
@@ -830,7 +834,7 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
       }
     } else if (!batch_covers(stripes, false)) {
       if (auto g = storage::LockGuard::TryShared(&db_->locks(), stripes)) {
-        batch_keep(std::move(*g), std::move(stripes), false);
+        batch_keep(std::move(*g), false);
       } else {
         uncached.emplace();
       }

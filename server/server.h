@@ -77,10 +77,12 @@ struct Client {
   bool kill_requested = false;
   // Lock batching: while an io thread runs the commands its connections have received (a
   // pipeline, and the commands of other clients that arrived in the same round of the event
-  // loop), consecutive commands on the same keys keep the key stripes instead of unlocking and
-  // relocking them for every command, and their filter writes share one RocksDB write (group
-  // commit, storage/write_group.h). The batch belongs to the io thread (Server::Execute); it ends
-  // before a command needs other stripes, before anything waits, and at the latest in a handler
+  // loop), the commands keep their key stripes instead of unlocking and relocking them for every
+  // command, and their filter writes share one RocksDB write (group commit,
+  // storage/write_group.h). A command on other keys joins when their stripes can be taken
+  // without waiting (at most 256 stripes and 256 commands a batch). The batch belongs to the io
+  // thread (Server::Execute); it ends before a command must wait for stripes, before anything
+  // waits, and at the latest in a handler
   // posted behind the round (Server::ScheduleBatchEnd). Set by the connection around its
   // pipeline loop.
   bool lock_batching = false;

@@ -1,6 +1,7 @@
 #include "storage/locks.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace cuckood::storage {
 
@@ -71,6 +72,43 @@ LockGuard& LockGuard::operator=(LockGuard&& other) noexcept {
 
 bool LockGuard::holds(size_t stripe) const {
   return std::binary_search(stripes_.begin(), stripes_.end(), stripe);
+}
+
+bool LockGuard::covers(const std::vector<size_t>& stripes) const {
+  return mgr_ != nullptr &&
+         std::includes(stripes_.begin(), stripes_.end(), stripes.begin(), stripes.end());
+}
+
+bool LockGuard::TryAdd(const std::vector<size_t>& stripes) {
+  if (mgr_ == nullptr) {
+    return false;
+  }
+  std::vector<size_t> taken;
+  for (size_t s : stripes) {
+    if (holds(s)) {
+      continue;
+    }
+    const bool ok = shared_ ? mgr_->stripe(s).try_lock_shared() : mgr_->stripe(s).try_lock();
+    if (!ok) {
+      for (size_t t : taken) {
+        if (shared_) {
+          mgr_->stripe(t).unlock_shared();
+        } else {
+          mgr_->stripe(t).unlock();
+        }
+      }
+      return false;
+    }
+    taken.push_back(s);
+  }
+  if (!taken.empty()) {
+    std::vector<size_t> merged;
+    merged.reserve(stripes_.size() + taken.size());
+    std::merge(stripes_.begin(), stripes_.end(), taken.begin(), taken.end(),
+               std::back_inserter(merged));
+    stripes_ = std::move(merged);
+  }
+  return true;
 }
 
 void LockGuard::Release() {

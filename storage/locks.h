@@ -50,6 +50,13 @@ class LockGuard {
   static std::optional<LockGuard> TryShared(LockManager* mgr, std::vector<size_t> stripes);
 
   bool holds(size_t stripe) const;
+  // Whether every stripe of the sorted, de-duplicated list is held.
+  bool covers(const std::vector<size_t>& stripes) const;
+  // Adds the stripes of the sorted, de-duplicated list that are not held yet, in this guard's
+  // mode, without waiting: true when all were taken; false (nothing added) when one is busy. It
+  // never blocks, so a thread holding stripes can grow its set out of order without deadlock.
+  bool TryAdd(const std::vector<size_t>& stripes);
+  size_t size() const { return stripes_.size(); }
   void Release();
 
  private:

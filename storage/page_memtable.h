@@ -1,4 +1,4 @@
-// The memtable of the `pages` column family: entries grouped by page.
+// The memtable of the `pages` and `metadata` column families: entries grouped by user key.
 //
 // Every write of a filter changes a few random pages, and RocksDB keeps each change as its own
 // memtable entry (a merge operand) until the memtable is flushed. A memtable of 64 MiB thus
@@ -11,7 +11,9 @@
 // finds a page's list through a hash table; an insert or a point read of a page already in the
 // memtable costs one hash probe. The pages themselves are linked in key order by a skiplist of
 // their own (one node per page, not per entry), so flushes and iterators still see every entry
-// in RocksDB's order: user key ascending, then sequence number descending.
+// in RocksDB's order: user key ascending, then sequence number descending. The metadata column
+// family uses it too: its records (one per key, rewritten by every write of a filter) have the
+// same shape of many versions of few keys.
 //
 // Requirements: the column family's comparator is RocksDB's bytewise comparator, and inserts
 // are not concurrent (DBOptions::allow_concurrent_memtable_write = false; RocksDB refuses to

@@ -160,3 +160,37 @@ TEST_CASE("Writers locking overlapping stripes in opposite orders never deadlock
   CHECK(finished->load() == 3);
   CHECK(*counter == 3L * kRounds);
 }
+
+TEST_CASE("A guard grows by stripes it can take without waiting, or not at all", "[locks]") {
+  LockManager mgr(16);
+  LockGuard g(&mgr, {2, 9});
+  CHECK(g.covers({2}));
+  CHECK(g.covers({2, 9}));
+  CHECK_FALSE(g.covers({2, 4}));
+  SECTION("free stripes are added, in order, and released with the guard") {
+    REQUIRE(g.TryAdd({1, 9, 12}));
+    CHECK(g.size() == 4);
+    CHECK(g.covers({1, 2, 9, 12}));
+    CHECK_FALSE(mgr.stripe(12).try_lock_shared());
+    g.Release();
+    REQUIRE(mgr.stripe(12).try_lock());
+    mgr.stripe(12).unlock();
+  }
+  SECTION("a busy stripe leaves the guard as it was, the others not taken") {
+    mgr.stripe(7).lock_shared();  // a reader elsewhere
+    CHECK_FALSE(g.TryAdd({3, 7}));
+    CHECK(g.size() == 2);
+    CHECK_FALSE(g.holds(3));
+    REQUIRE(mgr.stripe(3).try_lock());  // (not left locked by the failed attempt)
+    mgr.stripe(3).unlock();
+    mgr.stripe(7).unlock_shared();
+  }
+  SECTION("a shared guard grows shared: other readers still get in") {
+    auto r = LockGuard::TryShared(&mgr, {5});
+    REQUIRE(r);
+    REQUIRE(r->TryAdd({6}));
+    REQUIRE(mgr.stripe(6).try_lock_shared());
+    mgr.stripe(6).unlock_shared();
+    CHECK_FALSE(mgr.stripe(6).try_lock());
+  }
+}
