@@ -150,10 +150,13 @@ PageCache::Page* PageCache::Install(uint32_t f, uint64_t page, MemCache::Value v
     it->second.in_group = in_place_ && value && group_->Owns(value.get());
     it->second.shared = value ? std::move(value) : Zeros(want);
   }
-  return &it->second;
+  return Remember(f, page, &it->second);
 }
 
 PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
+  if (page == 0 && f < first_pages_.size() && first_pages_[f] != nullptr) {
+    return first_pages_[f];
+  }
   auto it = pages_.find(Id(f, page));
   if (it != pages_.end()) {
     return &it->second;
@@ -219,7 +222,7 @@ void PageCache::PrefetchForInsert(std::span<const core::ItemHash> items) {
   std::vector<core::ItemHash> full;
   for (const auto& item : items) {
     const uint64_t b = core::PrimaryBucket(item.hash, n);
-    if (pages_.find(Id(f, geo_.PageOf(b))) == pages_.end()) {
+    if (!Loaded(f, geo_.PageOf(b))) {
       continue;  // (beyond the cap of one prefetch)
     }
     const uint8_t* bucket = Read(f, b);
@@ -238,19 +241,24 @@ void PageCache::PrefetchForInsert(std::span<const core::ItemHash> items) {
 void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool all,
                                    bool primary_of_newest) {
   const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
-  // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter), most
-  // are repeats: each page is wanted once (a bitmap over the filter's pages). Otherwise repeats
-  // are rare and cheap (found in pages_ below).
+  // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter, or a
+  // few items over a long chain of small sub-filters), most are repeats: each page is wanted
+  // once (a bitmap over the filter's pages). Otherwise repeats are rare and cheap (found in
+  // pages_ below).
+  const uint32_t first_filter = primary_of_newest ? meta_->num_filters - 1 : 0;
+  const size_t per_filter = primary_of_newest ? 1 : 2;
+  const uint64_t candidates_total =
+      static_cast<uint64_t>(items.size()) * per_filter * (meta_->num_filters - first_filter);
   std::vector<uint64_t> first_page;
   std::vector<bool> seen;
-  if (items.size() * 2 > 64) {
+  if (candidates_total > 64) {
     uint64_t total = 0;
     for (uint32_t f = 0; f < meta_->num_filters; ++f) {
       first_page.push_back(total);
       const uint64_t n = Buckets(f);
       total += n == 0 ? 0 : geo_.PageOf(n - 1) + 1;
     }
-    if (items.size() * 2 > total) {
+    if (candidates_total > total) {
       seen.assign(total, false);
     }
   }
@@ -258,8 +266,6 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
   // (pages_ sized once for the candidates instead of growing through every rehash)
   pages_.reserve(pages_.size() +
                  std::min<size_t>(items.size() * 2 * meta_->num_filters, kKeepBuffers));
-  const uint32_t first_filter = primary_of_newest ? meta_->num_filters - 1 : 0;
-  const size_t per_filter = primary_of_newest ? 1 : 2;
   for (const auto& item : items) {
     for (uint32_t f = first_filter; f < meta_->num_filters; ++f) {
       uint64_t n = Buckets(f);
@@ -278,7 +284,7 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
           }
           seen[bit] = true;
         }
-        if (pages_.find(Id(f, page)) == pages_.end()) {
+        if (!Loaded(f, page)) {
           want.emplace_back(f, page);
         }
       }
@@ -343,7 +349,7 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
     // The same for one page.
     size_t kept = 0;
     for (auto [f, page] : want) {
-      if (pages_.count(Id(f, page)) != 0) {
+      if (Loaded(f, page)) {
         continue;
       }
       MemCache::Value cached;
@@ -368,7 +374,7 @@ void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
   want.erase(std::unique(want.begin(), want.end()), want.end());
   size_t kept = 0;
   for (auto [f, page] : want) {
-    if (pages_.count(Id(f, page)) != 0) {
+    if (Loaded(f, page)) {
       continue;
     }
     MemCache::Value grouped;
@@ -487,7 +493,7 @@ uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_bucke
   if (f == scan_f_ && page == scan_page_) {
     return b;
   }
-  if (pages_.count(Id(f, page)) != 0) {
+  if (Loaded(f, page)) {
     return b;  // cached (perhaps written by this command)
   }
   if (group_ != nullptr && group_->HasPagesOf(prefix_)) {
@@ -548,6 +554,7 @@ bool PageCache::Checkpoint() {
     }
     Publish();
   }
+  first_pages_.clear();
   PageMap(&arena_).swap(pages_);  // (the old map is freed here, before the arena is reset)
   arena_.release();
   dirty_pages_ = 0;
@@ -624,7 +631,7 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
       Page fresh;
       fresh.bytes.assign(page_len, '\0');
       fresh.whole = true;  // (owned bytes: MarkDirty keeps them and takes no "before")
-      p = &pages_.emplace(Id(f, page), std::move(fresh)).first->second;
+      p = Remember(f, page, &pages_.emplace(Id(f, page), std::move(fresh)).first->second);
     } else {
       p = Fetch(f, page);
       if (p == nullptr) {

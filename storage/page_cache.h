@@ -156,6 +156,25 @@ class PageCache final : public core::BucketAccess {
   std::pmr::monotonic_buffer_resource arena_{arena_buf_, sizeof(arena_buf_)};
   using PageMap = std::pmr::unordered_map<uint64_t, Page>;
   PageMap pages_{&arena_};
+  // Page 0 of sub-filter f, once in pages_ (map nodes do not move), or nullptr: a lookup in a
+  // long chain of small sub-filters reads one page of every sub-filter, and a hash probe each
+  // was most of its cost. Emptied with pages_.
+  std::vector<Page*> first_pages_;
+  bool Loaded(uint32_t f, uint64_t page) const {
+    if (page == 0 && f < first_pages_.size() && first_pages_[f] != nullptr) {
+      return true;
+    }
+    return pages_.find(Id(f, page)) != pages_.end();
+  }
+  Page* Remember(uint32_t f, uint64_t page, Page* p) {
+    if (page == 0 && p != nullptr) {
+      if (f >= first_pages_.size()) {
+        first_pages_.resize(std::max<size_t>(f + 1, first_pages_.size() * 2), nullptr);
+      }
+      first_pages_[f] = p;
+    }
+    return p;
+  }
   std::vector<uint64_t> buckets_;  // cached SubFilterBuckets per sub-filter
   uint64_t dirty_pages_ = 0;
   uint64_t pages_loaded_ = 0;
