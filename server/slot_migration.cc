@@ -141,12 +141,58 @@ SlotMigrator::~SlotMigrator() {
 void SlotMigrator::Stop() {
   stop_ = true;
   std::thread t;
+  std::thread w;
   {
     std::lock_guard lock(mu_);
     t = std::move(thread_);
+    w = std::move(watchdog_);
   }
   if (t.joinable()) {
     t.join();  // (outside mu_: the thread takes it when it succeeds)
+  }
+  {
+    std::lock_guard lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (w.joinable()) {
+    w.join();  // (outside mu_: it takes mu_ to fail an import)
+  }
+}
+
+int64_t SlotMigrator::NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+void SlotMigrator::Watch() {
+  std::unique_lock wl(watch_mu_);
+  while (!watch_stop_) {
+    watch_cv_.wait_for(wl, std::chrono::milliseconds(200));
+    if (watch_stop_) {
+      break;
+    }
+    const auto current = server_.cluster()->Importing();
+    if (current.state != cluster::MigrationState::kStart) {
+      continue;
+    }
+    const int64_t limit_ms = server_.config().cluster_import_timeout * 1000;
+    if (NowMs() - import_activity_ms_.load() < limit_ms) {
+      continue;
+    }
+    wl.unlock();
+    {
+      std::lock_guard lock(mu_);
+      const auto again = server_.cluster()->Importing();
+      // (the source may have ended it, or started another, meanwhile)
+      if (again.state == cluster::MigrationState::kStart && again.range == current.range &&
+          NowMs() - import_activity_ms_.load() >= limit_ms) {
+        FailImportLocked(current.range,
+                         "no batch from the source for " +
+                             std::to_string(server_.config().cluster_import_timeout) + " s");
+      }
+    }
+    wl.lock();
   }
 }
 
@@ -446,7 +492,11 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
       return "ERR " + s.message();
     }
     m.state = cluster::MigrationState::kStart;
+    import_activity_ms_ = NowMs();
     state->SetImporting(m);
+    if (!watchdog_.joinable()) {
+      watchdog_ = std::thread(&SlotMigrator::Watch, this);
+    }
     spdlog::info("slot migration: importing slots {}", cluster::FormatSlotRange(range));
     return std::nullopt;
   }
@@ -462,12 +512,20 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
     spdlog::info("slot migration: imported slots {}", cluster::FormatSlotRange(range));
     return std::nullopt;
   }
-  // fail: nothing half-imported stays.
+  return FailImportLocked(range, "the source ended it");
+}
+
+std::optional<std::string> SlotMigrator::FailImportLocked(const cluster::SlotRange& range,
+                                                          std::string_view why) {
+  // Nothing half-imported stays.
+  cluster::MigrationStatus m;
+  m.range = range;
   m.state = cluster::MigrationState::kFail;
-  state->SetImporting(m);
-  auto s = db.DeleteSlots(static_cast<uint16_t>(range.start), static_cast<uint16_t>(range.end));
-  spdlog::warn("slot migration: the import of slots {} failed; dropped what arrived",
-               cluster::FormatSlotRange(range));
+  server_.cluster()->SetImporting(m);
+  auto s = server_.db().DeleteSlots(static_cast<uint16_t>(range.start),
+                                    static_cast<uint16_t>(range.end));
+  spdlog::warn("slot migration: the import of slots {} failed ({}); dropped what arrived",
+               cluster::FormatSlotRange(range), why);
   if (!s.ok()) {
     return "ERR " + s.message();
   }
@@ -475,6 +533,8 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
 }
 
 std::optional<std::string> SlotMigrator::ApplyBatch(std::string data) {
+  // (under mu_: a batch is never applied after the import failed and dropped the range)
+  std::lock_guard lock(mu_);
   const auto current = server_.cluster()->Importing();
   if (current.state != cluster::MigrationState::kStart) {
     return "ERR No import is in progress";
@@ -496,6 +556,7 @@ std::optional<std::string> SlotMigrator::ApplyBatch(std::string data) {
   if (auto s = db.ApplyReplicated(kept.Data()); !s.ok()) {
     return "ERR " + s.message();
   }
+  import_activity_ms_ = NowMs();
   return std::nullopt;
 }
 
