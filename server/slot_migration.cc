@@ -25,6 +25,7 @@ constexpr double kMaxBytesPerSecond = 256.0 * (1 << 20);  // rate limit of the t
 constexpr uint64_t kSmallGap = 256;                       // WAL sequences left: forbid writes now
 constexpr int kMaxCatchUpRounds = 20;
 constexpr int kIoTimeoutSeconds = 10;
+constexpr size_t kImportSyncBytes = 8 << 20;  // the destination syncs its WAL this often
 
 // A blocking RESP client with timeouts, enough for +OK / -ERR replies.
 class Link {
@@ -292,7 +293,20 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     fail(err);
     return;
   }
-  // 1. The snapshot.
+  // 1. The snapshot, after a flush: the catch-up rounds below read the WAL from the snapshot's
+  // sequence on, and RocksDB reads a WAL file from its beginning, so the WAL files they read
+  // should begin about there (not hold the whole memtable's history). The flush also leaves
+  // less to the snapshot's memtable reads.
+  engine->Settle();
+  {
+    rocksdb::FlushOptions fo;
+    auto fs =
+        engine->db()->Flush(fo, {engine->default_cf(), engine->metadata_cf(), engine->pages_cf()});
+    if (!fs.ok()) {
+      spdlog::warn("slot migration of {}: flush before the snapshot: {}", range_text,
+                   fs.ToString());
+    }
+  }
   engine->Settle();
   const rocksdb::Snapshot* snap = engine->db()->GetSnapshot();
   uint64_t next_seq = snap->GetSequenceNumber() + 1;
@@ -403,10 +417,13 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     storage::LockGuard guard(&db.locks(), all);
     engine->Settle();
   }
+  const auto drained_at = Clock::now();
+  const uint64_t tail_from = next_seq;
   if (!ship_wal(engine->LatestSequence())) {
     fail(err);
     return;
   }
+  const auto shipped_at = Clock::now();
   if (!link.Call(
           {"CLUSTERX", "IMPORT", range_text, "success", std::to_string(engine->VersionHighWater())},
           &err)) {
@@ -422,13 +439,19 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     cleaned_ = false;
     state->SetMigrating(m);
   }
-  forbidden_ms = std::chrono::duration<double, std::milli>(Clock::now() - forbid_at).count();
-  const double secs = std::chrono::duration<double>(Clock::now() - began).count();
+  const auto done_at = Clock::now();
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  forbidden_ms = ms(forbid_at, done_at);
+  const double secs = std::chrono::duration<double>(done_at - began).count();
   spdlog::info(
       "slot migration of {} to {} succeeded: {} keys, {} bytes in {:.3f} s ({:.1f} MiB/s, {:.0f} "
-      "keys/s), writes forbidden for {:.1f} ms",
+      "keys/s), writes forbidden for {:.1f} ms (writes in flight {:.1f} ms, last {} WAL entries "
+      "{:.1f} ms, handover {:.1f} ms)",
       range_text, dst_id, keys, bytes, secs, static_cast<double>(bytes) / (1 << 20) / secs,
-      static_cast<double>(keys) / secs, forbidden_ms);
+      static_cast<double>(keys) / secs, forbidden_ms, ms(forbid_at, drained_at),
+      next_seq - tail_from, ms(drained_at, shipped_at), ms(shipped_at, done_at));
   running_ = false;
 }
 
@@ -557,6 +580,15 @@ std::optional<std::string> SlotMigrator::ApplyBatch(std::string data) {
     return "ERR " + s.message();
   }
   import_activity_ms_ = NowMs();
+  // The WAL synced as the import goes: the synced write of the handover (IMPORT success, in the
+  // source's write-forbidden window) then has little left to sync.
+  import_unsynced_bytes_ += kept.GetDataSize();
+  if (import_unsynced_bytes_ >= kImportSyncBytes) {
+    import_unsynced_bytes_ = 0;
+    if (auto rs = db.engine()->db()->SyncWAL(); !rs.ok()) {
+      return "ERR syncing the WAL: " + rs.ToString();
+    }
+  }
   return std::nullopt;
 }
 

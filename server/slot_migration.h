@@ -68,6 +68,7 @@ class SlotMigrator {
   std::atomic<bool> stop_{false};
   bool cleaned_ = true;  // the source deleted the range of its last successful migration
   std::atomic<int64_t> import_activity_ms_{0};  // steady clock of the import's last message
+  size_t import_unsynced_bytes_ = 0;            // applied since the last WAL sync (under mu_)
   std::thread watchdog_;                        // started with the first import
   std::mutex watch_mu_;
   std::condition_variable watch_cv_;
