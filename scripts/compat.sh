@@ -10,7 +10,9 @@
 #
 # Each suite installs its pinned client when missing or changed (idempotent, cached), gets a
 # cuckood of its own on a free loopback port with a temporary data directory, runs, and stops the
-# server. The exit status is non-zero if any suite failed, or if its server died during the run.
+# server. The python, node and go suites also get a 3-node cluster (CUCKOOD_CLUSTER_NODES) for
+# their cluster clients (RedisCluster, createCluster, ClusterClient). The exit status is
+# non-zero if any suite failed, or if one of its servers died during the run.
 #
 # Environment: CUCKOOD_BIN (default build/server/cuckood), CUCKOOD_COMPAT_DIR (where the caches go,
 # default build/), CUCKOOD_COMPAT_TIMEOUT (seconds per suite run, default 900).
@@ -123,7 +125,88 @@ stop_server() {
   return $rc
 }
 
-trap 'stop_server >/dev/null 2>&1' EXIT
+# ---------------------------------------------------------------- a 3-node cluster
+
+# Suites that also get a cluster: three cluster-enabled nodes, one shard each (slots split as
+# the controller splits them), the topology pushed with CLUSTERX SETNODEID / SETNODES through
+# redis-cli (the data nodes' side of what kvrocks-controller sends). CUCKOOD_CLUSTER_NODES
+# names them: "127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3".
+CLUSTER_SUITES=" python node go "
+CLUSTER_PIDS=()
+CLUSTER_TMP=""
+
+start_cluster() {
+  command -v redis-cli >/dev/null 2>&1 || apt_install redis-tools || return 1
+  CLUSTER_TMP="$(mktemp -d "${TMPDIR:-/tmp}/cuckood-compat-cluster.XXXXXX")"
+  local i port ports=() ids=() topology="" addrs="" ranges=(0-5460 5461-10921 10922-16383)
+  for i in 0 1 2; do
+    port="$(free_port)"
+    "$BIN" --bind 127.0.0.1 --port "$port" --dir "$CLUSTER_TMP/node$i" --workers 1 \
+      --cluster-enabled yes --loglevel notice >>"$CLUSTER_TMP/node$i.log" 2>&1 9>&- &
+    CLUSTER_PIDS+=($!)
+    ports+=("$port")
+    ids+=("$(printf 'compat%034d' "$i")")  # 40 characters of [A-Za-z0-9]
+  done
+  for i in 0 1 2; do
+    local deadline=$((SECONDS + 30))
+    until (exec 3<>"/dev/tcp/127.0.0.1/${ports[$i]}") 2>/dev/null; do
+      if [ $SECONDS -ge $deadline ] || ! kill -0 "${CLUSTER_PIDS[$i]}" 2>/dev/null; then
+        log "cluster node $i did not come up on port ${ports[$i]}:"
+        tail -n 20 "$CLUSTER_TMP/node$i.log" >&2
+        return 1
+      fi
+      sleep 0.1
+    done
+    topology+="${ids[$i]} 127.0.0.1 ${ports[$i]} master - ${ranges[$i]}"$'\n'
+    addrs+="${addrs:+,}127.0.0.1:${ports[$i]}"
+  done
+  for i in 0 1 2; do
+    if [ "$(redis-cli -p "${ports[$i]}" CLUSTERX SETNODEID "${ids[$i]}")" != OK ] ||
+      [ "$(redis-cli -p "${ports[$i]}" CLUSTERX SETNODES "$topology" 1)" != OK ]; then
+      log "cluster node $i refused the topology"
+      return 1
+    fi
+  done
+  export CUCKOOD_CLUSTER_NODES="$addrs"
+  log "cluster of 3 nodes (pids ${CLUSTER_PIDS[*]}) on $addrs, data in $CLUSTER_TMP"
+}
+
+# Stops the cluster's nodes; fails if one had died before.
+stop_cluster() {
+  local rc=0 i pid
+  for i in "${!CLUSTER_PIDS[@]}"; do
+    pid="${CLUSTER_PIDS[$i]}"
+    if ! kill -0 "$pid" 2>/dev/null; then
+      wait "$pid" 2>/dev/null
+      log "cluster node $i died during the suite; its log ends with:"
+      tail -n 40 "$CLUSTER_TMP/node$i.log" >&2
+      rc=1
+      continue
+    fi
+    kill -TERM "$pid" 2>/dev/null
+  done
+  for i in "${!CLUSTER_PIDS[@]}"; do
+    pid="${CLUSTER_PIDS[$i]}"
+    local n
+    for n in $(seq 1 300); do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    if kill -0 "$pid" 2>/dev/null; then
+      log "cluster node $i did not stop on SIGTERM within 30 s; killing it"
+      kill -9 "$pid" 2>/dev/null
+      rc=1
+    fi
+    wait "$pid" 2>/dev/null
+  done
+  CLUSTER_PIDS=()
+  [ -n "$CLUSTER_TMP" ] && rm -rf "$CLUSTER_TMP"
+  CLUSTER_TMP=""
+  unset CUCKOOD_CLUSTER_NODES
+  return $rc
+}
+
+trap 'stop_server >/dev/null 2>&1; stop_cluster >/dev/null 2>&1' EXIT
 trap 'exit 130' INT TERM
 
 # ---------------------------------------------------------------- per-suite setup and run
@@ -168,7 +251,8 @@ setup_node() {
 }
 
 run_node() {
-  NODE_PATH="$BUILD/compat-node/node_modules" node --test "$COMPAT/node/cf.test.js"
+  NODE_PATH="$BUILD/compat-node/node_modules" node --test "$COMPAT/node/cf.test.js" \
+    "$COMPAT/node/cluster.test.js"
 }
 
 go_env() {
@@ -212,17 +296,21 @@ run_suite() {
   local suite=$1 t0=$SECONDS rc
   log "== $suite: setup"
   (
-    trap 'stop_server >/dev/null 2>&1' EXIT
+    trap 'stop_server >/dev/null 2>&1; stop_cluster >/dev/null 2>&1' EXIT
     trap 'exit 130' INT TERM
     flock -w 1800 9 || { log "$suite: could not lock $BUILD/compat-$suite.lock"; exit 1; }
     "setup_$suite" || { log "$suite: setup failed"; exit 1; }
     log "== $suite: setup done after $((SECONDS - t0)) s"
     start_server || exit 1
+    if [[ "$CLUSTER_SUITES" == *" $suite "* ]]; then
+      start_cluster || exit 1
+    fi
     local t1=$SECONDS
     timeout -k 30 "$SUITE_TIMEOUT" bash -c "$(declare -f go_env "run_$suite"); run_$suite"
     rc=$?
     [ $rc -eq 124 ] && log "$suite: timed out after $SUITE_TIMEOUT s"
     stop_server || rc=1
+    stop_cluster || rc=1
     log "== $suite: tests took $((SECONDS - t1)) s"
     exit $rc
   ) 9>"$BUILD/compat-$suite.lock"
@@ -239,7 +327,7 @@ for arg in "$@"; do
   case "$arg" in
     all) suites+=(python node go java) ;;
     python | node | go | java) suites+=("$arg") ;;
-    -h | --help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown suite '$arg' (python, node, go, java or all)" ;;
   esac
 done

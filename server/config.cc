@@ -548,6 +548,10 @@ std::vector<OptionRow> BuildTable() {
                         "Nodes file of cluster mode in dir (node id, topology version and "
                         "topology), rewritten by CLUSTERX commands",
                         false, &C::cluster_config_file, false));
+  t.push_back(IntRow("cluster-import-timeout",
+                     "Seconds a slot import waits for the next batch of its source before it "
+                     "ends in fail and drops what arrived",
+                     true, &C::cluster_import_timeout, 1, 3600));
   t.push_back(ReplicaOfRow());
   t.push_back(StringRow("masterauth", "Password this replica sends to its primary (AUTH)", true,
                         &C::masterauth));

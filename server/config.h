@@ -67,6 +67,7 @@ struct Config {
   // Cluster mode (Kvrocks' model: a controller pushes the topology with CLUSTERX).
   bool cluster_enabled = false;
   std::string cluster_config_file = "nodes.conf";  // in dir: node id, version, topology
+  int64_t cluster_import_timeout = 30;  // seconds an import waits for its source's next batch
   // Replication (replication/): "host port" of the primary, empty = this node is a primary.
   std::string replicaof;
   std::string masterauth;

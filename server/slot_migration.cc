@@ -25,6 +25,7 @@ constexpr double kMaxBytesPerSecond = 256.0 * (1 << 20);  // rate limit of the t
 constexpr uint64_t kSmallGap = 256;                       // WAL sequences left: forbid writes now
 constexpr int kMaxCatchUpRounds = 20;
 constexpr int kIoTimeoutSeconds = 10;
+constexpr size_t kImportSyncBytes = 8 << 20;  // the destination syncs its WAL this often
 
 // A blocking RESP client with timeouts, enough for +OK / -ERR replies.
 class Link {
@@ -141,12 +142,58 @@ SlotMigrator::~SlotMigrator() {
 void SlotMigrator::Stop() {
   stop_ = true;
   std::thread t;
+  std::thread w;
   {
     std::lock_guard lock(mu_);
     t = std::move(thread_);
+    w = std::move(watchdog_);
   }
   if (t.joinable()) {
     t.join();  // (outside mu_: the thread takes it when it succeeds)
+  }
+  {
+    std::lock_guard lock(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (w.joinable()) {
+    w.join();  // (outside mu_: it takes mu_ to fail an import)
+  }
+}
+
+int64_t SlotMigrator::NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+
+void SlotMigrator::Watch() {
+  std::unique_lock wl(watch_mu_);
+  while (!watch_stop_) {
+    watch_cv_.wait_for(wl, std::chrono::milliseconds(200));
+    if (watch_stop_) {
+      break;
+    }
+    const auto current = server_.cluster()->Importing();
+    if (current.state != cluster::MigrationState::kStart) {
+      continue;
+    }
+    const int64_t limit_ms = server_.config().cluster_import_timeout * 1000;
+    if (NowMs() - import_activity_ms_.load() < limit_ms) {
+      continue;
+    }
+    wl.unlock();
+    {
+      std::lock_guard lock(mu_);
+      const auto again = server_.cluster()->Importing();
+      // (the source may have ended it, or started another, meanwhile)
+      if (again.state == cluster::MigrationState::kStart && again.range == current.range &&
+          NowMs() - import_activity_ms_.load() >= limit_ms) {
+        FailImportLocked(current.range,
+                         "no batch from the source for " +
+                             std::to_string(server_.config().cluster_import_timeout) + " s");
+      }
+    }
+    wl.lock();
   }
 }
 
@@ -246,7 +293,20 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     fail(err);
     return;
   }
-  // 1. The snapshot.
+  // 1. The snapshot, after a flush: the catch-up rounds below read the WAL from the snapshot's
+  // sequence on, and RocksDB reads a WAL file from its beginning, so the WAL files they read
+  // should begin about there (not hold the whole memtable's history). The flush also leaves
+  // less to the snapshot's memtable reads.
+  engine->Settle();
+  {
+    rocksdb::FlushOptions fo;
+    auto fs =
+        engine->db()->Flush(fo, {engine->default_cf(), engine->metadata_cf(), engine->pages_cf()});
+    if (!fs.ok()) {
+      spdlog::warn("slot migration of {}: flush before the snapshot: {}", range_text,
+                   fs.ToString());
+    }
+  }
   engine->Settle();
   const rocksdb::Snapshot* snap = engine->db()->GetSnapshot();
   uint64_t next_seq = snap->GetSequenceNumber() + 1;
@@ -357,10 +417,13 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     storage::LockGuard guard(&db.locks(), all);
     engine->Settle();
   }
+  const auto drained_at = Clock::now();
+  const uint64_t tail_from = next_seq;
   if (!ship_wal(engine->LatestSequence())) {
     fail(err);
     return;
   }
+  const auto shipped_at = Clock::now();
   if (!link.Call(
           {"CLUSTERX", "IMPORT", range_text, "success", std::to_string(engine->VersionHighWater())},
           &err)) {
@@ -376,13 +439,19 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     cleaned_ = false;
     state->SetMigrating(m);
   }
-  forbidden_ms = std::chrono::duration<double, std::milli>(Clock::now() - forbid_at).count();
-  const double secs = std::chrono::duration<double>(Clock::now() - began).count();
+  const auto done_at = Clock::now();
+  auto ms = [](Clock::time_point a, Clock::time_point b) {
+    return std::chrono::duration<double, std::milli>(b - a).count();
+  };
+  forbidden_ms = ms(forbid_at, done_at);
+  const double secs = std::chrono::duration<double>(done_at - began).count();
   spdlog::info(
       "slot migration of {} to {} succeeded: {} keys, {} bytes in {:.3f} s ({:.1f} MiB/s, {:.0f} "
-      "keys/s), writes forbidden for {:.1f} ms",
+      "keys/s), writes forbidden for {:.1f} ms (writes in flight {:.1f} ms, last {} WAL entries "
+      "{:.1f} ms, handover {:.1f} ms)",
       range_text, dst_id, keys, bytes, secs, static_cast<double>(bytes) / (1 << 20) / secs,
-      static_cast<double>(keys) / secs, forbidden_ms);
+      static_cast<double>(keys) / secs, forbidden_ms, ms(forbid_at, drained_at),
+      next_seq - tail_from, ms(drained_at, shipped_at), ms(shipped_at, done_at));
   running_ = false;
 }
 
@@ -446,7 +515,11 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
       return "ERR " + s.message();
     }
     m.state = cluster::MigrationState::kStart;
+    import_activity_ms_ = NowMs();
     state->SetImporting(m);
+    if (!watchdog_.joinable()) {
+      watchdog_ = std::thread(&SlotMigrator::Watch, this);
+    }
     spdlog::info("slot migration: importing slots {}", cluster::FormatSlotRange(range));
     return std::nullopt;
   }
@@ -462,12 +535,20 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
     spdlog::info("slot migration: imported slots {}", cluster::FormatSlotRange(range));
     return std::nullopt;
   }
-  // fail: nothing half-imported stays.
+  return FailImportLocked(range, "the source ended it");
+}
+
+std::optional<std::string> SlotMigrator::FailImportLocked(const cluster::SlotRange& range,
+                                                          std::string_view why) {
+  // Nothing half-imported stays.
+  cluster::MigrationStatus m;
+  m.range = range;
   m.state = cluster::MigrationState::kFail;
-  state->SetImporting(m);
-  auto s = db.DeleteSlots(static_cast<uint16_t>(range.start), static_cast<uint16_t>(range.end));
-  spdlog::warn("slot migration: the import of slots {} failed; dropped what arrived",
-               cluster::FormatSlotRange(range));
+  server_.cluster()->SetImporting(m);
+  auto s = server_.db().DeleteSlots(static_cast<uint16_t>(range.start),
+                                    static_cast<uint16_t>(range.end));
+  spdlog::warn("slot migration: the import of slots {} failed ({}); dropped what arrived",
+               cluster::FormatSlotRange(range), why);
   if (!s.ok()) {
     return "ERR " + s.message();
   }
@@ -475,6 +556,8 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
 }
 
 std::optional<std::string> SlotMigrator::ApplyBatch(std::string data) {
+  // (under mu_: a batch is never applied after the import failed and dropped the range)
+  std::lock_guard lock(mu_);
   const auto current = server_.cluster()->Importing();
   if (current.state != cluster::MigrationState::kStart) {
     return "ERR No import is in progress";
@@ -495,6 +578,16 @@ std::optional<std::string> SlotMigrator::ApplyBatch(std::string data) {
   }
   if (auto s = db.ApplyReplicated(kept.Data()); !s.ok()) {
     return "ERR " + s.message();
+  }
+  import_activity_ms_ = NowMs();
+  // The WAL synced as the import goes: the synced write of the handover (IMPORT success, in the
+  // source's write-forbidden window) then has little left to sync.
+  import_unsynced_bytes_ += kept.GetDataSize();
+  if (import_unsynced_bytes_ >= kImportSyncBytes) {
+    import_unsynced_bytes_ = 0;
+    if (auto rs = db.engine()->db()->SyncWAL(); !rs.ok()) {
+      return "ERR syncing the WAL: " + rs.ToString();
+    }
   }
   return std::nullopt;
 }

@@ -12,10 +12,13 @@
 // batch, then CLUSTERX IMPORT <range> success <version> (or fail). The destination applies
 // each batch as a replica applies its primary's (Db::ApplyReplicated: cache invalidation, and
 // its own replicas receive it through its WAL), refuses records outside the range, and drops
-// the range when an import fails.
+// the range when an import fails. An import that hears nothing from its source for
+// cluster-import-timeout seconds (the source died or the network was cut) fails the same way.
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -51,6 +54,12 @@ class SlotMigrator {
 
  private:
   void Run(cluster::SlotRange range, std::string dst_id, std::string host, int port);
+  // The import's end in fail: the state, and the range dropped. Under mu_.
+  std::optional<std::string> FailImportLocked(const cluster::SlotRange& range,
+                                              std::string_view why);
+  // The destination's watchdog: fails an import whose source went quiet.
+  void Watch();
+  static int64_t NowMs();
 
   Server& server_;
   std::mutex mu_;
@@ -58,6 +67,12 @@ class SlotMigrator {
   std::atomic<bool> running_{false};
   std::atomic<bool> stop_{false};
   bool cleaned_ = true;  // the source deleted the range of its last successful migration
+  std::atomic<int64_t> import_activity_ms_{0};  // steady clock of the import's last message
+  size_t import_unsynced_bytes_ = 0;            // applied since the last WAL sync (under mu_)
+  std::thread watchdog_;                        // started with the first import
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // under watch_mu_
 };
 
 }  // namespace cuckood::server

@@ -12,6 +12,7 @@
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/pubsub.h"
+#include "server/replication.h"
 #include "server/server.h"
 #include "server/util.h"
 
@@ -131,9 +132,9 @@ void WriteHelloReply(CommandContext& ctx) {
   out.Bulk("id");
   out.Integer(static_cast<int64_t>(ctx.client.id));
   out.Bulk("mode");
-  out.Bulk("standalone");
+  out.Bulk(ctx.server.cluster() != nullptr ? "cluster" : "standalone");
   out.Bulk("role");
-  out.Bulk("master");
+  out.Bulk(ctx.server.replication().is_replica() ? "replica" : "master");
   out.Bulk("modules");
   out.ArrayHeader(1);
   out.MapHeader(4);

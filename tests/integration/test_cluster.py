@@ -400,6 +400,11 @@ def test_the_topology_drives_replication_and_failover(tmp_path):
             finally:
                 rr.close()
             assert client(replica).info("replication")["role"] == "slave"
+            # HELLO says cluster mode, and each node's role.
+            for node, role in ((master, b"master"), (replica, b"replica")):
+                h = client(node).execute_command("HELLO", "2")
+                h = dict(zip(h[::2], h[1::2]))
+                assert (h[b"mode"], h[b"role"]) == (b"cluster", role), node.port
             # Failover as the controller does it: the replica (role:slave, sequence > 0 in INFO)
             # becomes the master.
             assert double.failover(0)["port"] == replica.port

@@ -177,3 +177,51 @@ def test_migrate_refuses_bad_requests(tmp_path):
             assert d.flushall() is True
         finally:
             double.close()
+
+
+def test_an_import_whose_source_dies_ends_in_fail_and_keeps_nothing(tmp_path):
+    # The destination hears nothing more from a source killed midway:
+    # after cluster-import-timeout seconds the import ends in fail, drops what arrived and
+    # lets the next migration start from a clean range.
+    with ServerGroup(tmp_path, 2, CLUSTER_ARGS + ["--cluster-import-timeout", "2"]) as group:
+        double = ControllerDouble([("127.0.0.1", n.port) for n in group.nodes])
+        try:
+            double.create_cluster()
+            src, dst = double.shards[0]["master"], double.shards[1]["master"]
+            source, r, d = group.nodes[0], client(group.nodes[0]), client(group.nodes[1])
+            keys = keys_in(range(0, 20), 1, "dies")
+            for k in keys:
+                # 2 MiB each, nearly every page stored: a transfer of ~40 MiB (>= 0.15 s at the
+                # source's rate limit) to kill the source in.
+                r.execute_command("CF.RESERVE", k, 2000000)
+                p = r.pipeline(transaction=False)
+                for start in range(0, 10000, 1000):
+                    p.execute_command("CF.INSERT", k, "NOCREATE", "ITEMS",
+                                      *("%s:%d" % (k, j) for j in range(start, start + 1000)))
+                p.execute()
+            first = key_slot(keys[0].encode())
+            assert double.send(src, "CLUSTERX", "MIGRATE", "0-19", dst["id"]) == "OK"
+            wait_for(lambda: d.execute_command("CLUSTER", "COUNTKEYSINSLOT", first) > 0, 10,
+                     "the first records on the destination", interval=0.002)
+            source.kill9()
+            double.conns.pop(src["port"], None)
+            started = time.monotonic()
+            info = d.execute_command("CLUSTER", "INFO").decode()
+            assert "importing_slot(s): 0-19" in info and "import_state: start" in info, info
+            assert "migrated" in str(pytest.raises(redis.ResponseError, d.flushall).value)
+            wait_for(lambda: "import_state: error" in
+                     d.execute_command("CLUSTER", "INFO").decode(), 10, "the import to fail")
+            assert time.monotonic() - started >= 1.0  # (the timeout, not anything else, ended it)
+            for s in range(0, 20):
+                assert d.execute_command("CLUSTER", "COUNTKEYSINSLOT", s) == 0, s
+            assert "slot migration: the import of slots 0-19 failed (no batch from the source " \
+                "for 2 s)" in group.nodes[1].read_log()
+            # The source comes back and migrates again: the destination takes it from scratch.
+            source.start()
+            double.probe()
+            assert migrate(double, src, "0-19", dst) == "success"
+            for k in keys:
+                assert d.execute_command("CLUSTER", "COUNTKEYSINSLOT", key_slot(k.encode())) == 1
+            assert "import_state: success" in d.execute_command("CLUSTER", "INFO").decode()
+        finally:
+            double.close()

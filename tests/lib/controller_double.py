@@ -23,6 +23,9 @@ contract without the controller (which cannot be installed here):
   roles swap (the old master becomes `slave <new master>`), version + 1, SETNODES to all. No
   SLAVEOF/REPLICAOF is sent.
 
+- A node that cannot be reached (killed) is skipped by a push and reported as None by a probe;
+  when it is back with an older version, the probe sets it up again (SETNODEID + SETNODES).
+
 It does no automatic failure detection, no migration and no HTTP: only what the tests need.
 """
 import random
@@ -182,6 +185,11 @@ class ControllerDouble:
         except RespError as e:
             self.log.append((node["port"], argv, "-" + str(e)))
             raise
+        except OSError as e:  # (ConnectionError included) the node is down: reconnect next time
+            self.log.append((node["port"], argv, "!" + repr(e)))
+            self.conns.pop(node["port"], None)
+            conn.close()
+            raise
         self.log.append((node["port"], argv, reply))
         return reply
 
@@ -205,19 +213,26 @@ class ControllerDouble:
         self.version += 1
         for _ in range(2):
             for node in self.nodes():
-                assert self.send(node, "CLUSTERX", "SETNODES", self.topology(),
-                                 str(self.version)) == "OK"
+                try:
+                    reply = self.send(node, "CLUSTERX", "SETNODES", self.topology(),
+                                      str(self.version))
+                except OSError:
+                    continue  # down: the probe sets it up when it is back
+                assert reply == "OK"
 
     def epoch(self, node):
         info = parse_cluster_info(self.send(node, "cluster", "info"))
         return int(info["cluster_current_epoch"])
 
     def probe(self):
-        """One probe round. Returns {port: version seen} (before any repair)."""
+        """One probe round. Returns {port: version seen} (before any repair; None: down)."""
         seen = {}
         for node in list(self.nodes()):
             try:
                 version = self.epoch(node)
+            except OSError:
+                seen[node["port"]] = None
+                continue
             except RespError as e:
                 if NOT_INITIALIZED not in str(e):
                     raise
