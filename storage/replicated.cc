@@ -20,7 +20,8 @@ namespace {
 // Collects the cache keys and key stripes a batch touches.
 class TouchedKeys final : public rocksdb::WriteBatch::Handler {
  public:
-  TouchedKeys(Engine* engine, LockManager* locks) : engine_(engine), locks_(locks) {}
+  TouchedKeys(Engine* engine, const Db* db, LockManager* locks)
+      : engine_(engine), db_(db), locks_(locks) {}
 
   rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
     Touch(cf, key);
@@ -45,6 +46,7 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
   void LogData(const rocksdb::Slice&) override {}
 
   bool everything = false;
+  bool database_map = false;  // a SWAPDB: the map is read again, with every stripe held
   std::vector<std::string> cache_keys;
   std::vector<size_t> stripes;
 
@@ -58,7 +60,8 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
         everything = true;
         return;
       }
-      stripes.push_back(locks_->StripeOf(ns, user));
+      // (Stripes are taken per database, as the command path takes them.)
+      stripes.push_back(locks_->StripeOf(db_->DbOfNamespace(ns), user));
       cache_keys.push_back(MetaCacheKey(key));
     } else if (cf == engine_->pages_cf()->GetID()) {
       PageKeyParts parts;
@@ -68,14 +71,18 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
       }
       // (Pages of a renamed filter stay under their first name: the batch also writes the
       // metadata of the name it has now, whose stripe the readers take.)
-      stripes.push_back(locks_->StripeOf(parts.ns, parts.owner));
+      stripes.push_back(locks_->StripeOf(db_->DbOfNamespace(parts.ns), parts.owner));
       cache_keys.push_back(PageCacheKey(key));
+    } else if (key == kDbMapKey) {
+      database_map = true;
+      everything = true;
     }
-    // The default column family holds the version high-water mark and rename aliases, which
-    // the cache does not hold.
+    // The rest of the default column family (the version high-water mark, rename aliases) is
+    // not in the cache.
   }
 
   Engine* engine_;
+  const Db* db_;
   LockManager* locks_;
 };
 
@@ -86,7 +93,7 @@ Status Db::ApplyReplicated(std::string batch_data) {
     return {Code::kCorruption, "replicated write batch is shorter than its header"};
   }
   rocksdb::WriteBatch batch(std::move(batch_data));
-  TouchedKeys touched(engine_, &locks_);
+  TouchedKeys touched(engine_, this, &locks_);
   if (auto rs = batch.Iterate(&touched); !rs.ok()) {
     return {Code::kCorruption, "malformed replicated write batch: " + rs.ToString()};
   }
@@ -103,6 +110,11 @@ Status Db::ApplyReplicated(std::string batch_data) {
   }
   LockGuard guard(&locks_, std::move(stripes));
   auto s = engine_->WriteReplicated(&batch);
+  if (touched.database_map) {
+    if (auto ls = LoadDatabaseMap(); !ls.ok() && s.ok()) {
+      s = ls;
+    }
+  }
   // Erased whether or not the write succeeded: the cache then reads RocksDB, which is right
   // either way.
   if (touched.everything) {
@@ -177,6 +189,7 @@ Status Db::DeleteSlots(uint16_t first, uint16_t last) {
 void Db::SwapEngine(Engine* engine) {
   engine_ = engine;
   mem_.Clear();
+  (void)LoadDatabaseMap();  // (a record that cannot be read leaves every database in place)
   std::lock_guard lock(scan_mu_);
   for (auto& c : scan_cursors_) {
     c = {};

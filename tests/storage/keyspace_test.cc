@@ -1,5 +1,5 @@
 // The generic keyspace of Db (storage/keyspace.cc): strings, existence, deletion, expiry, RENAME,
-// FLUSHDB/FLUSHALL, DBSIZE, SCAN, KEYS and glob matching.
+// FLUSHDB/FLUSHALL, DBSIZE, SCAN, KEYS, glob matching, and the database map of SWAPDB.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -512,4 +512,81 @@ TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspa
     REQUIRE(t.engine().CompactAll().ok());
     CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
   }
+}
+
+TEST_CASE("SwapDatabases swaps namespaces, persists the map, and reverts to none", "[swapdb]") {
+  TestDb t;
+  CHECK(t.db().Namespace(0) == 0);
+  CHECK(t.db().Namespace(7) == 7);
+  REQUIRE(t.db().SetString(0, "k", "zero", 0, false).ok());
+  REQUIRE(t.db().SetString(1, "k", "one", 0, false).ok());
+  REQUIRE(t.db().SwapDatabases(0, 1).ok());
+  CHECK(t.db().Namespace(0) == 1);
+  CHECK(t.db().Namespace(1) == 0);
+  CHECK(t.db().DbOfNamespace(1) == 0);
+  CHECK(t.db().DbOfNamespace(0) == 1);
+  // The data did not move: only the map changed.
+  CHECK(t.db().Get(0, "k").value()->value == "zero");
+  CHECK(t.db().Get(t.db().Namespace(0), "k").value()->value == "one");
+
+  REQUIRE(t.db().SwapDatabases(1, 5).ok());  // db1 -> ns5, db5 -> ns0
+  CHECK(t.db().Namespace(1) == 5);
+  CHECK(t.db().Namespace(5) == 0);
+  CHECK(t.db().DbOfNamespace(0) == 5);
+  REQUIRE(t.db().SwapDatabases(2, 2).ok());
+  CHECK(t.db().Namespace(2) == 2);
+
+  t.Reopen();
+  CHECK(t.db().Namespace(0) == 1);
+  CHECK(t.db().Namespace(1) == 5);
+  CHECK(t.db().Namespace(5) == 0);
+  CHECK(t.db().DbOfNamespace(5) == 1);
+  CHECK(t.db().Get(t.db().Namespace(5), "k").value()->value == "zero");
+
+  // Back to every database under its own namespace: the record goes.
+  REQUIRE(t.db().SwapDatabases(1, 5).ok());
+  REQUIRE(t.db().SwapDatabases(0, 1).ok());
+  for (uint16_t i = 0; i < 8; ++i) {
+    CHECK(t.db().Namespace(i) == i);
+  }
+  for (const auto& rec : AllRecords(t.engine(), t.engine().default_cf())) {
+    CHECK(rec.key != kDbMapKey);
+  }
+  t.Reopen();
+  CHECK(t.db().Namespace(0) == 0);
+  CHECK(t.db().Namespace(1) == 1);
+}
+
+TEST_CASE("A corrupt database map is refused and leaves every database in place", "[swapdb]") {
+  TestDb t;
+  for (std::string bad : {std::string("\x01\x00\x02", 3), std::string("\x00\x00\x01\x00", 4),
+                          std::string("\x00\x00\x01\x00\x00\x00\x01\x00", 8)}) {
+    REQUIRE(t.engine()
+                .db()
+                ->Put(rocksdb::WriteOptions(), t.engine().default_cf(), std::string(kDbMapKey), bad)
+                .ok());
+    CHECK(t.db().LoadDatabaseMap().code() == Code::kCorruption);
+    CHECK(t.db().Namespace(0) == 0);
+    CHECK(t.db().Namespace(1) == 1);
+  }
+}
+
+TEST_CASE("A replicated SWAPDB batch changes the replica's map", "[swapdb]") {
+  TestDb primary;
+  TestDb replica;
+  const uint64_t from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().SetString(3, "k", "v", 0, false).ok());
+  REQUIRE(primary.db().SwapDatabases(0, 3).ok());
+  std::unique_ptr<rocksdb::TransactionLogIterator> it;
+  REQUIRE(primary.engine().db()->GetUpdatesSince(from, &it).ok());
+  int batches = 0;
+  for (; it->Valid(); it->Next()) {
+    auto b = it->GetBatch();
+    REQUIRE(replica.db().ApplyReplicated(b.writeBatchPtr->Data()).ok());
+    ++batches;
+  }
+  CHECK(batches == 2);
+  CHECK(replica.db().Namespace(0) == 3);
+  CHECK(replica.db().Namespace(3) == 0);
+  CHECK(replica.db().Get(replica.db().Namespace(0), "k").value()->value == "v");
 }
