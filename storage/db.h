@@ -12,8 +12,11 @@
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -239,6 +242,12 @@ class Db {
   // one batch, or into the WriteGroup open on this thread for this Db.
   Status CommitFilter(class PageCache* cache, const std::string& meta_key, const Metadata& meta);
 
+  // ApplyReplicated: before a batch is written, pins the versions of its pages that come without
+  // their metadata (replica_pins_); once it is stored, unpins those whose metadata it wrote.
+  void PinIncompleteVersions(
+      const std::map<uint64_t, std::pair<uint16_t, std::string>>& page_versions,
+      const std::set<uint64_t>& meta_versions);
+  void UnpinCompletedVersions(const std::set<uint64_t>& meta_versions);
   // Copy and Move: writes src's value to dst (a filter's pages under a new version), deleting
   // src in the same final batch when move.
   StatusOr<bool> CopyValue(uint16_t src_ns, std::string_view src, uint16_t dst_ns,
@@ -254,6 +263,11 @@ class Db {
   std::atomic<uint64_t> scan_seq_{0};
   std::mutex scan_mu_;
   std::vector<std::pair<uint64_t, std::string>> scan_cursors_;  // ring of cursor -> next key
+  // A replica's pins (Engine::PinVersion) of filter versions whose pages arrived in batches
+  // before their metadata (a RESTORE or COPY written in several batches): kept from the
+  // compaction filter until a batch writes metadata of that version (or the engine changes).
+  std::mutex replica_pins_mu_;
+  std::set<uint64_t> replica_pins_;
 };
 
 // Redis glob matching (stringmatchlen semantics: * ? [a-z] [^x] \x), case-sensitive.

@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/rdb.h"
 #include "test_util.h"
 
 using namespace cuckood::storage;
 using namespace cuckood::storage::testing;
+namespace rdb = cuckood::core::rdb;
 
 namespace {
 
@@ -589,4 +591,58 @@ TEST_CASE("A replicated SWAPDB batch changes the replica's map", "[swapdb]") {
   CHECK(replica.db().Namespace(0) == 3);
   CHECK(replica.db().Namespace(3) == 0);
   CHECK(replica.db().Get(replica.db().Namespace(0), "k").value()->value == "v");
+}
+
+TEST_CASE("A replica keeps the pages of a filter written in several batches until its metadata",
+          "[swapdb][replica]") {
+  TestDb primary;
+  TestDb replica;
+  // 32 MiB of non-zero bucket bytes (a small payload): its copy takes several batches.
+  cuckood::core::FilterMeta meta;
+  meta.base_num_buckets = 1 << 20;
+  meta.bucket_size = 32;
+  meta.num_items = 1;
+  std::string payload;
+  rdb::BeginCuckoo(&payload, meta);
+  rdb::AppendSubFilter(&payload, meta.base_num_buckets, std::string(32 << 20, '\x01'));
+  rdb::EndCuckoo(&payload);
+  rdb::Payload parsed;
+  cuckood::core::Limits any;
+  any.max_filter_bytes = UINT64_MAX;
+  REQUIRE(rdb::ParsePayload(payload, any, &parsed) == rdb::ParseResult::kOk);
+  REQUIRE(primary.db().Restore(0, "src", parsed, 0, CfSettings()).value());
+  const uint64_t from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().Copy(0, "src", 0, "dst", false).value());
+  std::vector<std::string> batches;
+  {
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    REQUIRE(primary.engine().db()->GetUpdatesSince(from, &it).ok());
+    for (; it->Valid(); it->Next()) {
+      batches.push_back(it->GetBatch().writeBatchPtr->Data());
+    }
+  }
+  REQUIRE(batches.size() >= 2);  // pages first, the metadata in the last batch
+  for (size_t i = 0; i + 1 < batches.size(); ++i) {
+    REQUIRE(replica.db().ApplyReplicated(batches[i]).ok());
+  }
+  const size_t pages_before = AllPages(replica.engine()).size();
+  CHECK(pages_before > 0);
+  REQUIRE(replica.engine().CompactAll().ok());
+  CHECK(AllPages(replica.engine()).size() == pages_before);  // pinned: no metadata names them yet
+  REQUIRE(replica.db().ApplyReplicated(batches.back()).ok());
+  REQUIRE(replica.engine().CompactAll().ok());
+  auto copied = replica.db().Dump(0, "dst");
+  REQUIRE(copied.ok());
+  REQUIRE(copied->has_value());
+  CHECK(**copied == payload);
+  // Unpinned once the metadata is there: deleting the copy lets compaction drop its pages.
+  const uint64_t del_from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().Delete(0, "dst").value());
+  std::unique_ptr<rocksdb::TransactionLogIterator> it;
+  REQUIRE(primary.engine().db()->GetUpdatesSince(del_from, &it).ok());
+  for (; it->Valid(); it->Next()) {
+    REQUIRE(replica.db().ApplyReplicated(it->GetBatch().writeBatchPtr->Data()).ok());
+  }
+  REQUIRE(replica.engine().CompactAll().ok());
+  CHECK(AllPages(replica.engine()).empty());
 }
