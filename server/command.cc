@@ -76,6 +76,40 @@ std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& a
 
 namespace cuckood::server {
 
+std::optional<OtherDbKey> CommandOtherDbKey(const CommandSpec& spec, const Argv& argv) {
+  if (!(spec.flags & kOtherDbKeys)) {
+    return std::nullopt;
+  }
+  auto db_of = [](std::string_view arg) -> std::optional<uint16_t> {
+    auto v = ParseInt64(arg);
+    if (!v || *v < 0 || *v > UINT16_MAX) {
+      return std::nullopt;
+    }
+    return static_cast<uint16_t>(*v);
+  };
+  if (spec.name == "move" && argv.size() == 3) {  // MOVE key db
+    auto db = db_of(argv[2]);
+    return db ? std::optional<OtherDbKey>(OtherDbKey{*db, argv[1]}) : std::nullopt;
+  }
+  if (spec.name == "copy" && argv.size() >= 3) {  // COPY source destination [DB n] [REPLACE]
+    std::optional<uint16_t> db;
+    for (size_t i = 3; i < argv.size(); ++i) {
+      if (EqualsIgnoreCase(argv[i], "replace")) {
+        continue;
+      }
+      if (!EqualsIgnoreCase(argv[i], "db") || i + 1 == argv.size()) {
+        return std::nullopt;
+      }
+      db = db_of(argv[++i]);
+      if (!db) {
+        return std::nullopt;
+      }
+    }
+    return db ? std::optional<OtherDbKey>(OtherDbKey{*db, argv[2]}) : std::nullopt;
+  }
+  return std::nullopt;
+}
+
 bool RunsInBackground(const CommandSpec& spec, const Argv& argv) {
   if (spec.flags & kBackground) {
     return true;

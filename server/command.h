@@ -38,6 +38,7 @@ enum CommandFlag : uint32_t {
   kGroupCommit = 1 << 16,   // pipelined, its writes may share one RocksDB write (WriteGroup)
   kAsking = 1 << 17,        // Redis's "asking" flag (RESTORE-ASKING): runs on an importing slot
   kMovableKeys = 1 << 18,   // keys not all at first/last/step (MIGRATE): CommandKeys finds them
+  kOtherDbKeys = 1 << 19,   // also writes a key of another database (COPY ... DB, MOVE)
 };
 
 using Argv = std::vector<std::string_view>;
@@ -47,6 +48,10 @@ struct CommandContext {
   Client& client;
   resp::Writer& out;
   const Argv& argv;
+  // The storage namespace of the client's database (client.db unless SWAPDB swapped it), read
+  // once the command's key stripes are held: what every storage::Db call of the handler names.
+  // (client.db stays the database's number: SELECT, WATCH, CLIENT LIST, INFO.)
+  uint16_t ns = 0;
   // The keys a write command modified, when the handler lists them itself (the generic commands:
   // Redis signals only real modifications, so DEL of a missing key or SET NX that finds the key
   // does not abort a WATCHing transaction). Unset: every key of the command, as RedisBloom's
@@ -113,6 +118,14 @@ class CommandTable {
 // Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS). MIGRATE's keys are its
 // key argument, or when that is empty, every argument after its KEYS option.
 std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv);
+// A key of a database other than the client's that a kOtherDbKeys command writes (COPY's
+// destination with a DB option, MOVE's key in the target database): its stripe is taken with
+// the others. nullopt when the command names none, or names it badly (the handler replies).
+struct OtherDbKey {
+  uint16_t db = 0;
+  std::string_view key;
+};
+std::optional<OtherDbKey> CommandOtherDbKey(const CommandSpec& spec, const Argv& argv);
 // Whether a connection runs this command on the background pool: kBackground rows, and DEBUG
 // RELOAD (it parks every io thread, so it cannot run on one; DEBUG's other subcommands run inline).
 bool RunsInBackground(const CommandSpec& spec, const Argv& argv);

@@ -617,6 +617,21 @@ void Server::TouchAll(std::optional<uint16_t> db) {
   }
 }
 
+std::vector<std::string> Server::WatchedKeys(uint16_t db) {
+  std::vector<std::string> keys;
+  if (watch_count_.load(std::memory_order_acquire) == 0) {
+    return keys;
+  }
+  std::lock_guard lock(watch_mu_);
+  for (const auto& [id, e] : watches_) {
+    if (static_cast<uint16_t>((static_cast<uint8_t>(id[0]) << 8) | static_cast<uint8_t>(id[1])) ==
+        db) {
+      keys.push_back(id.substr(2));
+    }
+  }
+  return keys;
+}
+
 storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& between,
                                        const std::atomic<bool>& cancel) {
   // Every io thread parks in a handler of its own (after ending its lock batch, so no stripe or
@@ -809,6 +824,9 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
         for (auto key : keys) {
           stripes.push_back(db_->locks().StripeOf(client.db, key));
         }
+        if (auto other = CommandOtherDbKey(spec, argv)) {
+          stripes.push_back(db_->locks().StripeOf(other->db, other->key));
+        }
       }
       if (!batchable) {
         guard = storage::LockGuard(&db_->locks(), std::move(stripes));
@@ -853,7 +871,9 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
     }
     ++client.group_commands;
   }
-  CommandContext ctx{*this, client, out, argv, std::nullopt};
+  // Stripes are per database (client.db); the namespace it maps to changes only while SWAPDB
+  // holds every stripe, so it is read now that this command's are held.
+  CommandContext ctx{*this, client, out, argv, db_->Namespace(client.db), std::nullopt};
   if ((spec.flags & kHandlerArity) &&
       ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
        static_cast<int>(argv.size()) < -spec.arity)) {

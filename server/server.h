@@ -213,6 +213,8 @@ class Server {
   void TouchKeys(uint16_t db, const std::vector<std::string_view>& keys);
   // FLUSHDB (db) / FLUSHALL (nullopt): every watched key of the database(s) is touched.
   void TouchAll(std::optional<uint16_t> db = std::nullopt);
+  // The keys WATCHed in database db (SWAPDB).
+  std::vector<std::string> WatchedKeys(uint16_t db);
 
   // Client registry (CLIENT LIST / KILL / INFO clients).
   void RegisterConnection(const std::shared_ptr<Connection>& conn);

@@ -3,14 +3,20 @@
 //
 // Locking contract: every mutating method expects the caller to hold the stripe lock of each key
 // it names (server/ takes them from the command table's key positions; MULTI/EXEC takes all of
-// them; FLUSHDB/FLUSHALL take every stripe). Reading methods take no lock and never see a
-// partly applied write (see storage/locks.h). Methods are otherwise thread-safe.
+// them; FLUSHDB/FLUSHALL take every stripe). Stripes are per database: StripeOf(db, key) for
+// the key of database db, stored under namespace Namespace(db) (the ns the methods take), a
+// map that changes only while SWAPDB holds every stripe. Reading methods take no lock and never see
+// a partly applied write (see storage/locks.h). Methods are otherwise thread-safe.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <initializer_list>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -161,6 +167,33 @@ class Db {
   StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const rocksdb::ReadOptions& ro, uint16_t ns,
                                                        std::string_view key);
 
+  // ---- COPY / MOVE (dump_store.cc) -------------------------------------------------------------
+  // Copies the live key src of namespace src_ns to dst of dst_ns, with its expiry; a filter's
+  // pages are copied under a new version, in bounded batches, with the metadata last (readers of
+  // dst see the old value or the whole copy). The caller holds the stripes of both keys.
+  // false: src is absent, or dst exists and !replace. A key copied onto itself is refused
+  // (kInvalid "ERR source and destination objects are the same").
+  StatusOr<bool> Copy(uint16_t src_ns, std::string_view src, uint16_t dst_ns, std::string_view dst,
+                      bool replace);
+  // MOVE: the key goes from src_ns to dst_ns (a filter's pages are copied, as by Copy, and the
+  // source is deleted in the batch that writes the destination's metadata). false: the key is
+  // absent, or dst_ns already holds it. The caller holds the key's stripes in both databases.
+  StatusOr<bool> Move(uint16_t src_ns, uint16_t dst_ns, std::string_view key);
+
+  // ---- databases (keyspace.cc) -----------------------------------------------------------------
+  // The namespace (the ns of the on-disk keys) database `db` of SELECT is stored under: itself
+  // unless SWAPDB swapped it. Lock-free; changes only while every stripe is held.
+  uint16_t Namespace(uint16_t db) const { return ns_of_db_[db].load(std::memory_order_acquire); }
+  // The database whose data is stored under namespace ns (the inverse of Namespace).
+  uint16_t DbOfNamespace(uint16_t ns) const {
+    return db_of_ns_[ns].load(std::memory_order_acquire);
+  }
+  // SWAPDB: databases a and b exchange namespaces, persisted in one write (kDbMapKey). O(1). The
+  // caller holds every stripe.
+  Status SwapDatabases(uint16_t a, uint16_t b);
+  // Re-reads the database map from RocksDB (start, a new engine, a replicated SWAPDB).
+  Status LoadDatabaseMap();
+
   // ---- replication (storage/replicated.cc) ---------------------------------------------------
   // Applies a write batch of the primary's WAL unchanged (the raw bytes of a rocksdb::WriteBatch)
   // and drops what it changes from the in-memory cache. Takes the stripes of the keys it
@@ -209,13 +242,32 @@ class Db {
   // one batch, or into the WriteGroup open on this thread for this Db.
   Status CommitFilter(class PageCache* cache, const std::string& meta_key, const Metadata& meta);
 
+  // ApplyReplicated: before a batch is written, pins the versions of its pages that come without
+  // their metadata (replica_pins_); once it is stored, unpins those whose metadata it wrote.
+  void PinIncompleteVersions(
+      const std::map<uint64_t, std::pair<uint16_t, std::string>>& page_versions,
+      const std::set<uint64_t>& meta_versions);
+  void UnpinCompletedVersions(const std::set<uint64_t>& meta_versions);
+  // Copy and Move: writes src's value to dst (a filter's pages under a new version), deleting
+  // src in the same final batch when move.
+  StatusOr<bool> CopyValue(uint16_t src_ns, std::string_view src, uint16_t dst_ns,
+                           std::string_view dst, bool replace, bool move);
+
   Engine* engine_;
+  // Database <-> namespace maps (SWAPDB), indexed by u16.
+  std::unique_ptr<std::atomic<uint16_t>[]> ns_of_db_;
+  std::unique_ptr<std::atomic<uint16_t>[]> db_of_ns_;
   LockManager locks_;
   MemCache mem_;
   std::atomic<uint64_t> pages_loaded_{0};
   std::atomic<uint64_t> scan_seq_{0};
   std::mutex scan_mu_;
   std::vector<std::pair<uint64_t, std::string>> scan_cursors_;  // ring of cursor -> next key
+  // A replica's pins (Engine::PinVersion) of filter versions whose pages arrived in batches
+  // before their metadata (a RESTORE or COPY written in several batches): kept from the
+  // compaction filter until a batch writes metadata of that version (or the engine changes).
+  std::mutex replica_pins_mu_;
+  std::set<uint64_t> replica_pins_;
 };
 
 // Redis glob matching (stringmatchlen semantics: * ? [a-z] [^x] \x), case-sensitive.

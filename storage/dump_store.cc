@@ -1,4 +1,5 @@
-// DUMP and RESTORE of Db: a key's value as a Redis DUMP payload (core/rdb.h) and back.
+// DUMP, RESTORE, COPY and MOVE of Db: a key's value as a Redis DUMP payload (core/rdb.h) and
+// back, and a key's value written under another name or namespace.
 //
 // DUMP reads the metadata and every page through one RocksDB snapshot, as CF.SCANDUMP does, so
 // the payload is one committed state. RESTORE decodes each sub-filter's bytes (LZF streamed
@@ -6,10 +7,17 @@
 // batches of a few MiB while the version is pinned; the metadata comes in the last batch, so
 // the key changes in one step and a payload whose bytes turn out malformed leaves only pages no
 // metadata names (dropped by compaction like any dead version's).
+//
+// COPY (and MOVE, whose namespace is part of every page key) writes the same way: the source's
+// pages, read through one snapshot, are written under the destination's name and a new version
+// in batches of a few MiB, and the destination's metadata (with, for MOVE, the deletion of the
+// source) comes in the last batch.
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
 
 #include "core/rdb.h"
 #include "storage/db.h"
@@ -236,6 +244,99 @@ StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::P
   } else {
     (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
     s = Commit(&batch, nullptr, {{mk, &meta}});
+  }
+  if (!s.ok()) {
+    return s;
+  }
+  return true;
+}
+
+StatusOr<bool> Db::Copy(uint16_t src_ns, std::string_view src, uint16_t dst_ns,
+                        std::string_view dst, bool replace) {
+  if (src_ns == dst_ns && src == dst) {
+    return Status(Code::kInvalid, "ERR source and destination objects are the same");
+  }
+  return CopyValue(src_ns, src, dst_ns, dst, replace, /*move=*/false);
+}
+
+StatusOr<bool> Db::Move(uint16_t src_ns, uint16_t dst_ns, std::string_view key) {
+  if (src_ns == dst_ns) {
+    return Status(Code::kInvalid, "ERR source and destination objects are the same");
+  }
+  return CopyValue(src_ns, key, dst_ns, key, /*replace=*/false, /*move=*/true);
+}
+
+StatusOr<bool> Db::CopyValue(uint16_t src_ns, std::string_view src, uint16_t dst_ns,
+                             std::string_view dst, bool replace, bool move) {
+  // Every write of src and dst is stored before the snapshot (the caller holds their stripes,
+  // so none is under way).
+  SnapshotHolder snap(engine_);
+  rocksdb::ReadOptions ro;
+  ro.snapshot = snap.get();
+  auto m = GetWith(ro, src_ns, src);
+  if (!m.ok()) {
+    return m.status();
+  }
+  if (!m->has_value()) {
+    return false;
+  }
+  auto old = GetWith(ro, dst_ns, dst);
+  if (!old.ok()) {
+    return old.status();
+  }
+  if (old->has_value() && !replace) {
+    return false;
+  }
+  const Metadata& from = **m;
+  Metadata meta = from;
+  std::optional<VersionPin> pin;
+  PageBatches pages(engine_, /*dry_run=*/false);
+  if (from.type == KeyType::kCuckoo) {
+    auto version = engine_->NewVersion();
+    if (!version.ok()) {
+      return version.status();
+    }
+    meta.version = *version;
+    meta.cuckoo.owner.clear();  // the copy's pages are under its own name
+    pin.emplace(engine_, meta.version);
+    const std::string from_prefix = PagePrefix(src_ns, src, from);
+    const std::string from_end = from_prefix + std::string(kPageKeySuffix, '\xff');
+    std::string key = EncodePageKey(EncodePagePrefix(dst_ns, dst, meta.version), 0, 0);
+    const size_t suffix_at = key.size() - kPageKeySuffix;
+    rocksdb::ReadOptions iro = ro;
+    rocksdb::Slice upper(from_end);
+    iro.iterate_upper_bound = &upper;
+    iro.fill_cache = false;
+    std::unique_ptr<rocksdb::Iterator> it(engine_->db()->NewIterator(iro, engine_->pages_cf()));
+    for (it->Seek(from_prefix); it->Valid(); it->Next()) {
+      const auto k = it->key();
+      if (k.size() != from_prefix.size() + kPageKeySuffix) {
+        continue;  // not a page of this version (a longer owner name sharing the prefix)
+      }
+      key.replace(suffix_at, kPageKeySuffix, k.data() + from_prefix.size(), kPageKeySuffix);
+      const auto v = it->value();
+      if (!pages.Put(key, std::string_view(v.data(), v.size()))) {
+        return pages.status();  // (pages written so far stay unreachable, as for RESTORE)
+      }
+    }
+    if (!it->status().ok()) {
+      return Engine::FromRocks(it->status());
+    }
+  }
+  rocksdb::WriteBatch& batch = *pages.last();
+  const std::string src_key = EncodeMetaKey(src_ns, src);
+  const std::string dst_key = EncodeMetaKey(dst_ns, dst);
+  if (old->has_value()) {
+    DropAlias(&batch, dst_ns, **old);
+  }
+  (void)batch.Put(engine_->metadata_cf(), dst_key, EncodeMetadata(meta));
+  Status s;
+  if (move) {
+    (void)batch.Delete(engine_->metadata_cf(), src_key);
+    DropAlias(&batch, src_ns, from);
+    s = Commit(&batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
+  } else {
+    s = Commit(&batch, nullptr, {{dst_key, &meta}});
   }
   if (!s.ok()) {
     return s;

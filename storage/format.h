@@ -2,7 +2,7 @@
 // are frozen (changing one breaks existing databases).
 //
 // Column families
-//   default   server-level records (kVersionReservedKey, rename aliases)
+//   default   server-level records (kVersionReservedKey, rename aliases, kDbMapKey)
 //   metadata  one record per user key:   MetaKey  -> MetaValue
 //   pages     cuckoo bucket pages:       PageKey  -> raw fingerprint bytes
 //
@@ -12,7 +12,9 @@
 //   Big-endian so that one key's pages sort together, filter by filter, page by page. The owner
 //   key is the key name the filter was created under (it differs from the user key after RENAME,
 //   which moves only the metadata; see AliasKey).
-//   ns is the SELECTed database; slot is Redis Cluster's CRC16 slot of the (hash-tagged) key.
+//   ns is the namespace of the SELECTed database (the database's own index unless SWAPDB
+//   swapped it with another's, see kDbMapKey); slot is Redis Cluster's CRC16 slot of the
+//   (hash-tagged) key.
 //
 // MetaValue (all integers little-endian):
 //   u8  format version (kMetaFormatVersion)
@@ -53,6 +55,9 @@ inline constexpr std::string_view kMetadataCf = "metadata";
 inline constexpr std::string_view kPagesCf = "pages";
 inline constexpr std::string_view kVersionReservedKey = "V";  // default CF: u64 LE high-water mark
 inline constexpr char kAliasPrefix = 'A';
+// default CF: the databases SWAPDB swapped, as u16 LE pairs (database, namespace), one pair per
+// database not stored under its own index; absent = every database under its own.
+inline constexpr std::string_view kDbMapKey = "D";
 inline constexpr uint32_t kDefaultPageSize = 2048;
 
 enum class KeyType : uint8_t {

@@ -14,6 +14,7 @@ namespace cuckood::storage {
 namespace {
 
 constexpr size_t kScanCursorSlots = 4096;
+constexpr size_t kNamespaces = 65536;
 
 std::string NsPrefix(uint16_t ns) {
   std::string s(2, '\0');
@@ -144,8 +145,119 @@ bool UncachedReads::active() {
 }
 
 Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
-    : engine_(engine), locks_(lock_stripes), mem_(cache_bytes) {
+    : engine_(engine),
+      ns_of_db_(new std::atomic<uint16_t>[kNamespaces]),
+      db_of_ns_(new std::atomic<uint16_t>[kNamespaces]),
+      locks_(lock_stripes),
+      mem_(cache_bytes) {
   scan_cursors_.resize(kScanCursorSlots);
+  for (size_t i = 0; i < kNamespaces; ++i) {
+    ns_of_db_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);
+    db_of_ns_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);
+  }
+  if (engine_ != nullptr) {
+    (void)LoadDatabaseMap();  // (a record that cannot be read leaves every database in place)
+  }
+}
+
+namespace {
+
+// kDbMapKey's value: (database, namespace) pairs, u16 LE each, for every database not under its
+// own namespace. nullopt when malformed (odd length, not a permutation).
+std::optional<std::vector<std::pair<uint16_t, uint16_t>>> DecodeDbMap(std::string_view raw) {
+  if (raw.size() % 4 != 0) {
+    return std::nullopt;
+  }
+  std::vector<std::pair<uint16_t, uint16_t>> pairs;
+  auto u16 = [&](size_t at) {
+    return static_cast<uint16_t>(static_cast<uint8_t>(raw[at]) |
+                                 (static_cast<uint16_t>(static_cast<uint8_t>(raw[at + 1])) << 8));
+  };
+  for (size_t i = 0; i < raw.size(); i += 4) {
+    pairs.emplace_back(u16(i), u16(i + 2));
+  }
+  std::vector<uint16_t> dbs;
+  std::vector<uint16_t> nss;
+  for (const auto& [db, ns] : pairs) {
+    dbs.push_back(db);
+    nss.push_back(ns);
+  }
+  std::sort(dbs.begin(), dbs.end());
+  std::sort(nss.begin(), nss.end());
+  if (dbs != nss || std::adjacent_find(dbs.begin(), dbs.end()) != dbs.end()) {
+    return std::nullopt;  // the databases named must be exactly the namespaces they take
+  }
+  return pairs;
+}
+
+}  // namespace
+
+Status Db::LoadDatabaseMap() {
+  std::string raw;
+  auto s = engine_->db()->Get(rocksdb::ReadOptions(), engine_->default_cf(), std::string(kDbMapKey),
+                              &raw);
+  if (!s.ok() && !s.IsNotFound()) {
+    return Engine::FromRocks(s);
+  }
+  std::vector<std::pair<uint16_t, uint16_t>> pairs;
+  if (s.ok()) {
+    auto decoded = DecodeDbMap(raw);
+    if (!decoded) {
+      return Status(Code::kCorruption, "corrupt database map record");
+    }
+    pairs = std::move(*decoded);
+  }
+  for (size_t i = 0; i < kNamespaces; ++i) {
+    ns_of_db_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);
+    db_of_ns_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);
+  }
+  for (const auto& [db, ns] : pairs) {
+    ns_of_db_[db].store(ns, std::memory_order_relaxed);
+    db_of_ns_[ns].store(db, std::memory_order_relaxed);
+  }
+  std::atomic_thread_fence(std::memory_order_release);
+  return Status::Ok();
+}
+
+Status Db::SwapDatabases(uint16_t a, uint16_t b) {
+  if (a == b) {
+    return Status::Ok();
+  }
+  const uint16_t ns_a = Namespace(a);
+  const uint16_t ns_b = Namespace(b);
+  // The record lists every database that is not under its own namespace, after the swap.
+  std::string record;
+  auto put16 = [&record](uint16_t v) {
+    record.push_back(static_cast<char>(v & 0xff));
+    record.push_back(static_cast<char>(v >> 8));
+  };
+  for (size_t i = 0; i < kNamespaces; ++i) {
+    uint16_t ns = ns_of_db_[i].load(std::memory_order_relaxed);
+    if (i == a) {
+      ns = ns_b;
+    } else if (i == b) {
+      ns = ns_a;
+    }
+    if (ns != i) {
+      put16(static_cast<uint16_t>(i));
+      put16(ns);
+    }
+  }
+  rocksdb::WriteBatch batch;
+  if (record.empty()) {
+    (void)batch.Delete(engine_->default_cf(), std::string(kDbMapKey));
+  } else {
+    (void)batch.Put(engine_->default_cf(), std::string(kDbMapKey), record);
+  }
+  auto s = Commit(&batch, nullptr, {});
+  if (!s.ok()) {
+    return s;
+  }
+  ns_of_db_[a].store(ns_b, std::memory_order_release);
+  ns_of_db_[b].store(ns_a, std::memory_order_release);
+  db_of_ns_[ns_b].store(a, std::memory_order_release);
+  db_of_ns_[ns_a].store(b, std::memory_order_release);
+  return Status::Ok();
 }
 
 Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,

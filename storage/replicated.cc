@@ -6,9 +6,16 @@
 // keys' owners are held exclusively (readers hold them shared), so a reader sees either every
 // change of a batch or none, and a reader that filled the cache from RocksDB before the write is
 // refused by the cache's shard counters (MemCache::Fill).
+//
+// A filter that the primary writes in several batches (RESTORE, COPY, MOVE) sends its pages
+// before its metadata, under a version the primary pins from its compaction filter; the replica
+// pins it too, from the first batch of pages that no metadata names until the batch that writes
+// the metadata (a write abandoned on the primary leaves its pages pinned here until a restart).
 #include <rocksdb/write_batch.h>
 
 #include <algorithm>
+#include <map>
+#include <set>
 
 #include "storage/db.h"
 #include "storage/format.h"
@@ -20,10 +27,24 @@ namespace {
 // Collects the cache keys and key stripes a batch touches.
 class TouchedKeys final : public rocksdb::WriteBatch::Handler {
  public:
-  TouchedKeys(Engine* engine, LockManager* locks) : engine_(engine), locks_(locks) {}
+  TouchedKeys(Engine* engine, const Db* db, LockManager* locks)
+      : engine_(engine), db_(db), locks_(locks) {}
 
-  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
+  rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key,
+                        const rocksdb::Slice& value) override {
     Touch(cf, key);
+    if (cf == engine_->metadata_cf()->GetID()) {
+      auto meta = DecodeMetadata(std::string_view(value.data(), value.size()));
+      if (meta && meta->type == KeyType::kCuckoo) {
+        meta_versions.insert(meta->version);
+      }
+    } else if (cf == engine_->pages_cf()->GetID()) {
+      PageKeyParts parts;
+      if (DecodePageKey(std::string_view(key.data(), key.size()), &parts) &&
+          !page_versions.count(parts.version)) {
+        page_versions.emplace(parts.version, std::make_pair(parts.ns, std::string(parts.owner)));
+      }
+    }
     return rocksdb::Status::OK();
   }
   rocksdb::Status DeleteCF(uint32_t cf, const rocksdb::Slice& key) override {
@@ -45,6 +66,11 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
   void LogData(const rocksdb::Slice&) override {}
 
   bool everything = false;
+  bool database_map = false;  // a SWAPDB: the map is read again, with every stripe held
+  // Filter versions whose metadata the batch writes, and versions of the pages it writes (with
+  // the namespace and owner key of their metadata).
+  std::set<uint64_t> meta_versions;
+  std::map<uint64_t, std::pair<uint16_t, std::string>> page_versions;
   std::vector<std::string> cache_keys;
   std::vector<size_t> stripes;
 
@@ -58,7 +84,8 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
         everything = true;
         return;
       }
-      stripes.push_back(locks_->StripeOf(ns, user));
+      // (Stripes are taken per database, as the command path takes them.)
+      stripes.push_back(locks_->StripeOf(db_->DbOfNamespace(ns), user));
       cache_keys.push_back(MetaCacheKey(key));
     } else if (cf == engine_->pages_cf()->GetID()) {
       PageKeyParts parts;
@@ -68,14 +95,18 @@ class TouchedKeys final : public rocksdb::WriteBatch::Handler {
       }
       // (Pages of a renamed filter stay under their first name: the batch also writes the
       // metadata of the name it has now, whose stripe the readers take.)
-      stripes.push_back(locks_->StripeOf(parts.ns, parts.owner));
+      stripes.push_back(locks_->StripeOf(db_->DbOfNamespace(parts.ns), parts.owner));
       cache_keys.push_back(PageCacheKey(key));
+    } else if (key == kDbMapKey) {
+      database_map = true;
+      everything = true;
     }
-    // The default column family holds the version high-water mark and rename aliases, which
-    // the cache does not hold.
+    // The rest of the default column family (the version high-water mark, rename aliases) is
+    // not in the cache.
   }
 
   Engine* engine_;
+  const Db* db_;
   LockManager* locks_;
 };
 
@@ -86,7 +117,7 @@ Status Db::ApplyReplicated(std::string batch_data) {
     return {Code::kCorruption, "replicated write batch is shorter than its header"};
   }
   rocksdb::WriteBatch batch(std::move(batch_data));
-  TouchedKeys touched(engine_, &locks_);
+  TouchedKeys touched(engine_, this, &locks_);
   if (auto rs = batch.Iterate(&touched); !rs.ok()) {
     return {Code::kCorruption, "malformed replicated write batch: " + rs.ToString()};
   }
@@ -102,7 +133,16 @@ Status Db::ApplyReplicated(std::string batch_data) {
     stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
   }
   LockGuard guard(&locks_, std::move(stripes));
+  PinIncompleteVersions(touched.page_versions, touched.meta_versions);
   auto s = engine_->WriteReplicated(&batch);
+  if (s.ok()) {
+    UnpinCompletedVersions(touched.meta_versions);
+  }
+  if (touched.database_map) {
+    if (auto ls = LoadDatabaseMap(); !ls.ok() && s.ok()) {
+      s = ls;
+    }
+  }
   // Erased whether or not the write succeeded: the cache then reads RocksDB, which is right
   // either way.
   if (touched.everything) {
@@ -113,6 +153,45 @@ Status Db::ApplyReplicated(std::string batch_data) {
     }
   }
   return s;
+}
+
+void Db::PinIncompleteVersions(
+    const std::map<uint64_t, std::pair<uint16_t, std::string>>& page_versions,
+    const std::set<uint64_t>& meta_versions) {
+  if (page_versions.empty()) {
+    return;
+  }
+  std::lock_guard lock(replica_pins_mu_);
+  for (const auto& [version, where] : page_versions) {
+    if (meta_versions.count(version) != 0 || replica_pins_.count(version) != 0) {
+      continue;
+    }
+    // Pages without their metadata: a version still being written, unless the metadata that
+    // names it is already here (pages of a live filter, written on their own).
+    std::string raw;
+    auto s = engine_->db()->Get(rocksdb::ReadOptions(), engine_->metadata_cf(),
+                                EncodeMetaKey(where.first, where.second), &raw);
+    if (s.ok()) {
+      auto meta = DecodeMetadata(raw);
+      if (meta && meta->type == KeyType::kCuckoo && meta->version == version) {
+        continue;
+      }
+    }
+    engine_->PinVersion(version);
+    replica_pins_.insert(version);
+  }
+}
+
+void Db::UnpinCompletedVersions(const std::set<uint64_t>& meta_versions) {
+  std::lock_guard lock(replica_pins_mu_);
+  if (replica_pins_.empty()) {
+    return;
+  }
+  for (uint64_t v : meta_versions) {
+    if (replica_pins_.erase(v) != 0) {
+      engine_->UnpinVersion(v);  // its metadata is stored now: the version lives on its own
+    }
+  }
 }
 
 Status Db::DeleteSlots(uint16_t first, uint16_t last) {
@@ -175,8 +254,13 @@ Status Db::DeleteSlots(uint16_t first, uint16_t last) {
 }
 
 void Db::SwapEngine(Engine* engine) {
+  {
+    std::lock_guard lock(replica_pins_mu_);
+    replica_pins_.clear();  // (pins of the engine that was closed)
+  }
   engine_ = engine;
   mem_.Clear();
+  (void)LoadDatabaseMap();  // (a record that cannot be read leaves every database in place)
   std::lock_guard lock(scan_mu_);
   for (auto& c : scan_cursors_) {
     c = {};

@@ -97,7 +97,7 @@ void CfReserve(CommandContext& ctx) {
   args.bucket_size = static_cast<uint16_t>(o.bucket_size);
   args.max_iterations = static_cast<uint16_t>(o.max_iterations);
   args.expansion = static_cast<uint16_t>(o.expansion);
-  auto s = ctx.server.db().CfReserve(ctx.client.db, ctx.argv[1], args, settings);
+  auto s = ctx.server.db().CfReserve(ctx.ns, ctx.argv[1], args, settings);
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -109,7 +109,7 @@ void CfReserve(CommandContext& ctx) {
 void CfAddCommon(CommandContext& ctx, bool nx) {
   auto settings = ctx.server.cf_settings();
   std::vector<std::string_view> items{ctx.argv[2]};
-  auto r = ctx.server.db().CfInsert(ctx.client.db, ctx.argv[1], items, nx, false, 0, settings);
+  auto r = ctx.server.db().CfInsert(ctx.ns, ctx.argv[1], items, nx, false, 0, settings);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -183,7 +183,7 @@ void CfInsertCommon(CommandContext& ctx, bool nx) {
   }
   std::vector<std::string_view> items(argv.begin() + static_cast<std::ptrdiff_t>(items_at),
                                       argv.end());
-  auto r = ctx.server.db().CfInsert(ctx.client.db, argv[1], items, nx, no_create, capacity,
+  auto r = ctx.server.db().CfInsert(ctx.ns, argv[1], items, nx, no_create, capacity,
                                     ctx.server.cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
@@ -219,7 +219,7 @@ void CfInsertNx(CommandContext& ctx) {
 
 void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
   std::vector<std::string_view> items(ctx.argv.begin() + 2, ctx.argv.end());
-  auto r = ctx.server.db().CfLookup(ctx.client.db, ctx.argv[1], items, count);
+  auto r = ctx.server.db().CfLookup(ctx.ns, ctx.argv[1], items, count);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -247,8 +247,7 @@ void CfCount(CommandContext& ctx) {
 }
 
 void CfDel(CommandContext& ctx) {
-  auto r =
-      ctx.server.db().CfDelete(ctx.client.db, ctx.argv[1], ctx.argv[2], ctx.server.cf_settings());
+  auto r = ctx.server.db().CfDelete(ctx.ns, ctx.argv[1], ctx.argv[2], ctx.server.cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -257,7 +256,7 @@ void CfDel(CommandContext& ctx) {
 }
 
 void CfCompact(CommandContext& ctx) {
-  auto s = ctx.server.db().CfCompact(ctx.client.db, ctx.argv[1], ctx.server.cf_settings());
+  auto s = ctx.server.db().CfCompact(ctx.ns, ctx.argv[1], ctx.server.cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -266,7 +265,7 @@ void CfCompact(CommandContext& ctx) {
 }
 
 void CfInfo(CommandContext& ctx) {
-  auto m = ctx.server.db().CfInfo(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().CfInfo(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -288,7 +287,7 @@ void CfInfo(CommandContext& ctx) {
 }
 
 void CfDebug(CommandContext& ctx) {
-  auto m = ctx.server.db().CfInfo(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().CfInfo(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -306,7 +305,7 @@ void CfScanDump(CommandContext& ctx) {
     ctx.out.Error(kInvalidPosition);
     return;
   }
-  auto r = ctx.server.db().CfScanDump(ctx.client.db, ctx.argv[1], *iter);
+  auto r = ctx.server.db().CfScanDump(ctx.ns, ctx.argv[1], *iter);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -326,7 +325,7 @@ void CfLoadChunk(CommandContext& ctx) {
     ctx.out.Error(kInvalidPosition);
     return;
   }
-  auto s = ctx.server.db().CfLoadChunk(ctx.client.db, ctx.argv[1], *iter, ctx.argv[3],
+  auto s = ctx.server.db().CfLoadChunk(ctx.ns, ctx.argv[1], *iter, ctx.argv[3],
                                        ctx.server.cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);

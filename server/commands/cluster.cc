@@ -199,7 +199,7 @@ void ClusterCountKeysInSlot(CommandContext& ctx) {
   if (!slot) {
     return;
   }
-  auto n = ctx.server.db().CountKeysInSlot(ctx.client.db, *slot);
+  auto n = ctx.server.db().CountKeysInSlot(ctx.ns, *slot);
   if (!n.ok()) {
     ReplyStatusError(ctx.out, n.status());
     return;
@@ -224,7 +224,7 @@ void ClusterGetKeysInSlot(CommandContext& ctx) {
     ctx.out.Error(kInvalidSlotOrCount);
     return;
   }
-  auto keys = ctx.server.db().KeysInSlot(ctx.client.db, *slot, static_cast<uint64_t>(*count));
+  auto keys = ctx.server.db().KeysInSlot(ctx.ns, *slot, static_cast<uint64_t>(*count));
   if (!keys.ok()) {
     ReplyStatusError(ctx.out, keys.status());
     return;
@@ -256,7 +256,7 @@ void ClusterReset(CommandContext& ctx) {
   const auto view = state->Snapshot();
   const cluster::Node* me = view->myself();
   if (me == nullptr || me->role == cluster::Role::kMaster) {
-    auto n = ctx.server.db().DbSize(0);
+    auto n = ctx.server.db().DbSize(ctx.server.db().Namespace(0));
     if (!n.ok()) {
       ReplyStatusError(ctx.out, n.status());
       return;

@@ -95,7 +95,7 @@ void DebugReload(CommandContext& ctx) {
 // Redis's line, with cuckood's values: the key's version stands for the value's address, the
 // serialized length is the bytes the key takes in RocksDB, and no access clock is kept.
 void DebugObject(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[2]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[2]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -107,7 +107,7 @@ void DebugObject(CommandContext& ctx) {
   const storage::Metadata& meta = **m;
   uint64_t length = meta.value.size();
   if (meta.type != storage::KeyType::kString) {
-    auto usage = ctx.server.db().DiskUsage(ctx.client.db, ctx.argv[2]);
+    auto usage = ctx.server.db().DiskUsage(ctx.ns, ctx.argv[2]);
     if (!usage.ok()) {
       ReplyStatusError(ctx.out, usage.status());
       return;

@@ -23,7 +23,7 @@ constexpr std::string_view kBadFreq = "ERR Invalid FREQ value, must be >= 0 and 
 constexpr int64_t kMaxFreq = 255;
 
 void Dump(CommandContext& ctx) {
-  auto payload = ctx.server.db().Dump(ctx.client.db, ctx.argv[1]);
+  auto payload = ctx.server.db().Dump(ctx.ns, ctx.argv[1]);
   if (!payload.ok()) {
     ReplyStatusError(ctx.out, payload.status());
     return;
@@ -93,7 +93,7 @@ void Restore(CommandContext& ctx) {
   auto& db = ctx.server.db();
   const std::string_view key = ctx.argv[1];
   if (!o.replace) {
-    auto exists = db.Exists(ctx.client.db, key);
+    auto exists = db.Exists(ctx.ns, key);
     if (!exists.ok()) {
       ReplyStatusError(ctx.out, exists.status());
       return;
@@ -131,7 +131,7 @@ void Restore(CommandContext& ctx) {
     const uint64_t now = storage::NowMs();
     expire_ms = o.absttl ? t : (t > std::numeric_limits<uint64_t>::max() - now ? t : t + now);
   }
-  auto changed = db.Restore(ctx.client.db, key, payload, expire_ms, ctx.server.cf_settings());
+  auto changed = db.Restore(ctx.ns, key, payload, expire_ms, ctx.server.cf_settings());
   if (!changed.ok()) {
     ReplyStatusError(ctx.out, changed.status());
     return;

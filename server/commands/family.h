@@ -86,6 +86,8 @@ void RegisterMigrateCommand(CommandTable& table);
 
 // MEMORY and DISK (memory.cc), registered by RegisterKeyspaceCommands.
 void RegisterMemoryCommands(CommandTable& table);
+// COPY, MOVE and SWAPDB (copy.cc), registered by RegisterKeyspaceCommands.
+void RegisterCopyCommands(CommandTable& table);
 // OBJECT and TOUCH (object.cc), registered by RegisterKeyspaceCommands.
 void RegisterObjectCommands(CommandTable& table);
 // What OBJECT ENCODING / REFCOUNT (and DEBUG OBJECT) report for a key.

@@ -313,7 +313,7 @@ void LatencyStatsSection(Server& server, Lines& l) {
 void KeyspaceSection(Server& server, Lines& l) {
   const int databases = std::min(server.config().databases, 65536);
   for (int ns = 0; ns < databases; ++ns) {
-    auto n = server.db().DbSize(static_cast<uint16_t>(ns));
+    auto n = server.db().DbSize(server.db().Namespace(static_cast<uint16_t>(ns)));
     if (n.ok() && *n > 0) {
       l.Add("db" + std::to_string(ns), "keys=" + std::to_string(*n) + ",expires=0,avg_ttl=0");
     }

@@ -9,6 +9,7 @@
 //
 // Argument docs: a "oneof" argument whose token lists choices separated by '|' ("NX|XX|GT|LT")
 // is shown with one pure-token child argument per choice.
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -153,6 +154,12 @@ std::vector<KeySpec> KeySpecs(const CommandSpec& spec) {
   if (n == "rename" || n == "renamenx") {
     return {{{"RW", "access", "delete"}, 1, 0, 1},
             {{"OW", n == "rename" ? "update" : "insert"}, 2, 0, 1}};
+  }
+  if (n == "copy") {
+    return {{{"RO", "access"}, 1, 0, 1}, {{"OW", "update"}, 2, 0, 1}};
+  }
+  if (n == "move") {
+    return one({"RW", "access", "update"});
   }
   if (n == "del" || n == "unlink") {
     return one({"RM", "delete"});
@@ -310,7 +317,8 @@ std::vector<std::string> SplitChoices(std::string_view token) {
   return out;
 }
 
-void WriteArg(resp::Writer& out, const CommandSpec& spec, const CommandArgDoc& arg) {
+// key_index: the key spec of a key argument (the n-th key argument has the n-th spec).
+void WriteArg(resp::Writer& out, const CommandSpec& spec, const CommandArgDoc& arg, int key_index) {
   const bool choices = arg.type == "oneof" && arg.token.find('|') != std::string::npos;
   const bool key_spec = arg.type == "key" && spec.first_key > 0;
   const bool token = !arg.token.empty() && !choices;
@@ -325,7 +333,7 @@ void WriteArg(resp::Writer& out, const CommandSpec& spec, const CommandArgDoc& a
   out.Bulk(container && !choices ? std::string("string") : arg.type);
   if (key_spec) {
     out.Bulk("key_spec_index");
-    out.Integer(0);
+    out.Integer(key_index);
   }
   if (token) {
     out.Bulk("token");
@@ -384,8 +392,11 @@ void WriteDocs(resp::Writer& out, const CommandSpec& spec) {
   if (has_args) {
     out.Bulk("arguments");
     out.ArrayHeader(static_cast<int64_t>(spec.args.size()));
+    const int key_specs = static_cast<int>(KeySpecs(spec).size());
+    int key_index = 0;
     for (const auto& arg : spec.args) {
-      WriteArg(out, spec, arg);
+      WriteArg(out, spec, arg, std::min(key_index, std::max(key_specs - 1, 0)));
+      key_index += arg.type == "key" ? 1 : 0;
     }
   }
   if (has_subs) {

@@ -1,10 +1,11 @@
 // Generic key commands: DEL, UNLINK, EXISTS, TYPE, RENAME(NX), the EXPIRE family, TTL family,
-// PERSIST, SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL. MEMORY and DISK live in memory.cc
-// and are registered from here.
+// PERSIST, SCAN, KEYS, RANDOMKEY, DBSIZE, FLUSHDB, FLUSHALL. MEMORY and DISK (memory.cc), OBJECT
+// and TOUCH (object.cc), COPY, MOVE and SWAPDB (copy.cc) are registered from here.
 //
 // Replies and error texts follow Redis 7.0; every key operation goes through storage::Db in the
-// client's SELECTed namespace. Write commands already hold their key stripes (the dispatcher
-// takes them from the rows below), so a read-modify-write such as EXPIRE ... GT is atomic.
+// namespace of the client's SELECTed database (ctx.ns). Write commands already hold their key
+// stripes (the dispatcher takes them from the rows below), so a read-modify-write such as EXPIRE
+// ... GT is atomic.
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -45,7 +46,7 @@ void DelCommand(CommandContext& ctx) {
   ctx.NothingModified();
   int64_t deleted = 0;
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    auto r = ctx.server.db().Delete(ctx.client.db, ctx.argv[i]);
+    auto r = ctx.server.db().Delete(ctx.ns, ctx.argv[i]);
     if (!r.ok()) {
       ReplyStatusError(ctx.out, r.status());
       return;
@@ -62,7 +63,7 @@ void DelCommand(CommandContext& ctx) {
 void ExistsCommand(CommandContext& ctx) {
   int64_t found = 0;
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    auto r = ctx.server.db().Exists(ctx.client.db, ctx.argv[i]);
+    auto r = ctx.server.db().Exists(ctx.ns, ctx.argv[i]);
     if (!r.ok()) {
       ReplyStatusError(ctx.out, r.status());
       return;
@@ -74,7 +75,7 @@ void ExistsCommand(CommandContext& ctx) {
 }
 
 void TypeCommand(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -87,7 +88,7 @@ void TypeCommand(CommandContext& ctx) {
 
 void RenameGeneric(CommandContext& ctx, bool nx) {
   ctx.NothingModified();
-  auto r = ctx.server.db().Rename(ctx.client.db, ctx.argv[1], ctx.argv[2], nx);
+  auto r = ctx.server.db().Rename(ctx.ns, ctx.argv[1], ctx.argv[2], nx);
   if (!r.ok()) {
     if (r.status().code() == storage::Code::kNotFound) {
       ctx.out.Error(kNoSuchKey);
@@ -180,7 +181,7 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
     return;
   }
   auto& db = ctx.server.db();
-  auto m = db.Get(ctx.client.db, ctx.argv[1]);
+  auto m = db.Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -200,7 +201,7 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
     return;
   }
   if (args.when_ms <= now) {
-    auto r = db.Expire(ctx.client.db, ctx.argv[1]);
+    auto r = db.Expire(ctx.ns, ctx.argv[1]);
     if (!r.ok()) {
       ReplyStatusError(ctx.out, r.status());
       return;
@@ -209,7 +210,7 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
     ctx.out.Integer(1);
     return;
   }
-  auto r = db.SetExpire(ctx.client.db, ctx.argv[1], static_cast<uint64_t>(args.when_ms));
+  auto r = db.SetExpire(ctx.ns, ctx.argv[1], static_cast<uint64_t>(args.when_ms));
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -236,7 +237,7 @@ void PExpireAtCommand(CommandContext& ctx) {
 // TTL (ms = false, absolute = false), PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no expiry;
 // seconds are rounded to the nearest, as Redis does.
 void TtlGeneric(CommandContext& ctx, bool ms, bool absolute) {
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -274,7 +275,7 @@ void PExpireTimeCommand(CommandContext& ctx) {
 void PersistCommand(CommandContext& ctx) {
   ctx.NothingModified();
   auto& db = ctx.server.db();
-  auto m = db.Get(ctx.client.db, ctx.argv[1]);
+  auto m = db.Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -283,7 +284,7 @@ void PersistCommand(CommandContext& ctx) {
     ctx.out.Integer(0);
     return;
   }
-  auto r = db.SetExpire(ctx.client.db, ctx.argv[1], 0);
+  auto r = db.SetExpire(ctx.ns, ctx.argv[1], 0);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -356,7 +357,7 @@ void ScanCommand(CommandContext& ctx) {
   if (!ParseScan(ctx, &args)) {
     return;
   }
-  auto page = ctx.server.db().Scan(ctx.client.db, args.cursor, args.pattern, args.count, args.type);
+  auto page = ctx.server.db().Scan(ctx.ns, args.cursor, args.pattern, args.count, args.type);
   if (!page.ok()) {
     ReplyStatusError(ctx.out, page.status());
     return;
@@ -370,7 +371,7 @@ void ScanCommand(CommandContext& ctx) {
 }
 
 void KeysCommand(CommandContext& ctx) {
-  auto keys = ctx.server.db().Keys(ctx.client.db, ctx.argv[1]);
+  auto keys = ctx.server.db().Keys(ctx.ns, ctx.argv[1]);
   if (!keys.ok()) {
     ReplyStatusError(ctx.out, keys.status());
     return;
@@ -382,7 +383,7 @@ void KeysCommand(CommandContext& ctx) {
 }
 
 void RandomKeyCommand(CommandContext& ctx) {
-  auto key = ctx.server.db().RandomKey(ctx.client.db);
+  auto key = ctx.server.db().RandomKey(ctx.ns);
   if (!key.ok()) {
     ReplyStatusError(ctx.out, key.status());
     return;
@@ -395,7 +396,7 @@ void RandomKeyCommand(CommandContext& ctx) {
 }
 
 void DbSizeCommand(CommandContext& ctx) {
-  auto n = ctx.server.db().DbSize(ctx.client.db);
+  auto n = ctx.server.db().DbSize(ctx.ns);
   if (!n.ok()) {
     ReplyStatusError(ctx.out, n.status());
     return;
@@ -424,7 +425,7 @@ void FlushGeneric(CommandContext& ctx, bool all) {
     return;
   }
   auto& db = ctx.server.db();
-  auto s = all ? db.FlushAll() : db.FlushDb(ctx.client.db);
+  auto s = all ? db.FlushAll() : db.FlushDb(ctx.ns);
   // WATCHed keys are touched even if the flush failed half-way: a false alarm is safe.
   ctx.server.TouchAll(all ? std::nullopt : std::optional<uint16_t>(ctx.client.db));
   if (!s.ok()) {
@@ -549,6 +550,7 @@ void RegisterKeyspaceCommands(CommandTable& table) {
   table.Add(std::move(flushall));
   RegisterMemoryCommands(table);
   RegisterObjectCommands(table);
+  RegisterCopyCommands(table);
 }
 
 }  // namespace cuckood::server

@@ -84,7 +84,7 @@ void MemoryUsageCommand(CommandContext& ctx) {
       return;
     }
   }
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[2]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[2]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -167,7 +167,7 @@ void MemoryHelpCommand(CommandContext& ctx) {
 
 // DISK USAGE key: approximate bytes of the key on disk and in memtables; nil when absent.
 void DiskUsageCommand(CommandContext& ctx) {
-  auto r = ctx.server.db().DiskUsage(ctx.client.db, ctx.argv[2]);
+  auto r = ctx.server.db().DiskUsage(ctx.ns, ctx.argv[2]);
   if (!r.ok()) {
     if (r.status().code() == storage::Code::kNotFound) {
       ctx.out.Null();

@@ -217,7 +217,7 @@ void Migrate(CommandContext& ctx) {
     return;
   }
   auto& db = ctx.server.db();
-  const uint16_t ns = ctx.client.db;
+  const uint16_t ns = ctx.ns;
   // The keys that exist, with their remaining TTL (0 = none) and payload.
   struct Moving {
     std::string_view key;

@@ -52,7 +52,7 @@ void Set(CommandContext& ctx) {
       return;
     }
   }
-  auto old = ctx.server.db().Get(ctx.client.db, argv[1]);
+  auto old = ctx.server.db().Get(ctx.ns, argv[1]);
   if (!old.ok()) {
     ReplyStatusError(ctx.out, old.status());
     return;
@@ -70,7 +70,7 @@ void Set(CommandContext& ctx) {
     }
     return;
   }
-  auto s = ctx.server.db().SetString(ctx.client.db, argv[1], argv[2], expire_ms, keep_ttl);
+  auto s = ctx.server.db().SetString(ctx.ns, argv[1], argv[2], expire_ms, keep_ttl);
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -88,7 +88,7 @@ void Set(CommandContext& ctx) {
 }
 
 void Get(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -107,7 +107,7 @@ void Get(CommandContext& ctx) {
 }
 
 void StrLen(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.client.db, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;

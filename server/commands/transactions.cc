@@ -73,6 +73,9 @@ void Exec(CommandContext& ctx) {
       for (auto key : CommandKeys(*spec, argv)) {
         stripes.push_back(locks.StripeOf(c.db, key));
       }
+      if (auto other = CommandOtherDbKey(*spec, argv)) {
+        stripes.push_back(locks.StripeOf(other->db, other->key));
+      }
     }
     argvs.push_back(std::move(argv));
   }

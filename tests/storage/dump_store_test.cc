@@ -1,7 +1,8 @@
 // DUMP / RESTORE in Db (storage/dump_store.cc): the payload of a filter and of a string, restores
 // into a new version with only the pages that hold fingerprints, page sizes other than the
 // source's, REPLACE, expiries, large restores in several batches under a pinned version, and
-// payloads that fail half-way creating no key.
+// payloads that fail half-way creating no key; COPY and MOVE of filters and strings.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
@@ -226,4 +227,148 @@ TEST_CASE("A pinned version's pages survive compaction without metadata", "[dump
   t.engine().UnpinVersion(*v);
   compact();
   CHECK(AllPages(t.engine()).empty());
+}
+
+TEST_CASE("Copy of a filter: the same bytes under a new version, independent afterwards",
+          "[dump][copy]") {
+  TestDb t;
+  const CfSettings s = SmallPages(64);
+  REQUIRE(t.db().CfReserve(0, "src", Reserve(400, 4, 2), s).ok());
+  std::vector<std::string> owned;
+  REQUIRE(t.db().CfInsert(0, "src", ItemList(owned, 1500, "x"), false, true, 0, s).ok());
+  REQUIRE(t.db().SetExpire(0, "src", NowMs() + 100000).ok());
+
+  auto r = t.db().Copy(0, "src", 3, "dst", false);
+  REQUIRE(r.ok());
+  CHECK(*r);
+  auto src = t.db().CfInfo(0, "src");
+  auto dst = t.db().CfInfo(3, "dst");
+  REQUIRE(src.ok());
+  REQUIRE(dst.ok());
+  CHECK(dst->version != src->version);
+  CHECK(dst->expire_ms == src->expire_ms);
+  CHECK(dst->cuckoo.owner.empty());
+  CHECK(dst->size == src->size);
+  const auto src_pages = PagesWithPrefix(t.engine(), EncodePagePrefix(0, "src", src->version));
+  const auto dst_pages = PagesWithPrefix(t.engine(), EncodePagePrefix(3, "dst", dst->version));
+  REQUIRE(src_pages.size() == dst_pages.size());
+  for (size_t i = 0; i < src_pages.size(); ++i) {
+    CHECK(src_pages[i].value == dst_pages[i].value);
+  }
+  auto found = t.db().CfLookup(3, "dst", ItemList(owned, 1500, "x"), false);
+  REQUIRE(found.ok());
+  CHECK(std::count(found->begin(), found->end(), 1) == 1500);
+
+  // Independent: adding to the copy leaves the source as it was.
+  std::vector<std::string> more;
+  REQUIRE(t.db().CfInsert(3, "dst", ItemList(more, 50, "new"), false, true, 0, s).ok());
+  auto src_after = t.db().CfInfo(0, "src");
+  REQUIRE(src_after.ok());
+  CHECK(src_after->size == src->size);
+  CHECK(PagesWithPrefix(t.engine(), EncodePagePrefix(0, "src", src->version)).size() ==
+        src_pages.size());
+
+  // Compaction keeps both (each is named by its metadata).
+  REQUIRE(t.engine().CompactAll().ok());
+  auto again = t.db().CfLookup(0, "src", ItemList(owned, 1500, "x"), false);
+  REQUIRE(again.ok());
+  CHECK(std::count(again->begin(), again->end(), 1) == 1500);
+  again = t.db().CfLookup(3, "dst", ItemList(owned, 1500, "x"), false);
+  REQUIRE(again.ok());
+  CHECK(std::count(again->begin(), again->end(), 1) == 1500);
+}
+
+TEST_CASE("Copy refuses an existing destination without replace, and a key onto itself",
+          "[dump][copy]") {
+  TestDb t;
+  const CfSettings s = SmallPages(64);
+  REQUIRE(t.db().SetString(0, "a", "va", 0, false).ok());
+  REQUIRE(t.db().SetString(0, "b", "vb", 0, false).ok());
+  auto r = t.db().Copy(0, "a", 0, "b", false);
+  REQUIRE(r.ok());
+  CHECK_FALSE(*r);
+  CHECK(t.db().Get(0, "b").value()->value == "vb");
+  r = t.db().Copy(0, "missing", 0, "c", true);
+  REQUIRE(r.ok());
+  CHECK_FALSE(*r);
+  CHECK_FALSE(t.db().Exists(0, "c").value());
+  CHECK(t.db().Copy(0, "a", 0, "a", true).status().code() == Code::kInvalid);
+  CHECK(t.db().Copy(0, "a", 1, "a", false).value());  // another namespace: not the same
+
+  // REPLACE over a renamed filter drops its alias; the copy of a renamed filter owns its pages.
+  REQUIRE(t.db().CfReserve(0, "f", Reserve(100), s).ok());
+  std::vector<std::string> owned;
+  REQUIRE(t.db().CfInsert(0, "f", ItemList(owned, 20, "i"), false, true, 0, s).ok());
+  REQUIRE(t.db().Rename(0, "f", "g", false).ok());
+  r = t.db().Copy(0, "g", 0, "b", true);
+  REQUIRE(r.ok());
+  CHECK(*r);
+  auto b = t.db().CfInfo(0, "b");
+  REQUIRE(b.ok());
+  CHECK(b->cuckoo.owner.empty());
+  REQUIRE(t.db().Copy(0, "a", 0, "g", true).value());  // g (renamed filter) replaced by a string
+  bool alias_left = false;
+  for (const auto& rec : AllRecords(t.engine(), t.engine().default_cf())) {
+    alias_left = alias_left || rec.key[0] == kAliasPrefix;
+  }
+  CHECK_FALSE(alias_left);
+  REQUIRE(t.engine().CompactAll().ok());
+  auto found = t.db().CfLookup(0, "b", ItemList(owned, 20, "i"), false);
+  REQUIRE(found.ok());
+  CHECK(std::count(found->begin(), found->end(), 1) == 20);
+}
+
+TEST_CASE("A large copy is written in several batches", "[dump][copy]") {
+  TestDb t;
+  // 32 MiB of bucket bytes (restored from a small payload): several batches of pages.
+  core::FilterMeta meta;
+  meta.base_num_buckets = 1 << 20;
+  meta.bucket_size = 32;
+  meta.num_items = 1;
+  std::string payload;
+  rdb::BeginCuckoo(&payload, meta);
+  rdb::AppendSubFilter(&payload, meta.base_num_buckets, std::string(32 << 20, '\x01'));
+  rdb::EndCuckoo(&payload);
+  const CfSettings settings;
+  REQUIRE(t.db().Restore(0, "big", Parse(payload), 0, settings).value());
+  REQUIRE(t.db().Copy(0, "big", 0, "big2", false).value());
+  CHECK(DumpOf(t.db(), "big2") == payload);
+  REQUIRE(t.engine().CompactAll().ok());
+  CHECK(DumpOf(t.db(), "big2") == payload);
+  CHECK(DumpOf(t.db(), "big") == payload);
+}
+
+TEST_CASE("Move takes a key to another namespace, or refuses", "[dump][copy]") {
+  TestDb t;
+  const CfSettings s = SmallPages(64);
+  REQUIRE(t.db().CfReserve(0, "f", Reserve(400, 4), s).ok());
+  std::vector<std::string> owned;
+  REQUIRE(t.db().CfInsert(0, "f", ItemList(owned, 300, "m"), false, true, 0, s).ok());
+  REQUIRE(t.db().SetString(2, "f", "taken", 0, false).ok());
+  auto r = t.db().Move(0, 2, "f");
+  REQUIRE(r.ok());
+  CHECK_FALSE(*r);  // the target holds the key
+  CHECK(t.db().Exists(0, "f").value());
+  REQUIRE(t.db().Delete(2, "f").value());
+  r = t.db().Move(0, 2, "f");
+  REQUIRE(r.ok());
+  CHECK(*r);
+  CHECK_FALSE(t.db().Exists(0, "f").value());
+  auto found = t.db().CfLookup(2, "f", ItemList(owned, 300, "m"), false);
+  REQUIRE(found.ok());
+  CHECK(std::count(found->begin(), found->end(), 1) == 300);
+  // The source's pages are dead: compaction drops them.
+  REQUIRE(t.engine().CompactAll().ok());
+  for (const auto& p : AllPages(t.engine())) {
+    CHECK(p.key.substr(0, 2) == std::string("\0\x02", 2));
+  }
+  CHECK_FALSE(t.db().Move(0, 2, "missing").value());
+  CHECK(t.db().Move(2, 2, "f").status().code() == Code::kInvalid);
+  REQUIRE(t.db().SetString(0, "s", "v", NowMs() + 50000, false).ok());
+  REQUIRE(t.db().Move(0, 1, "s").value());
+  auto moved = t.db().Get(1, "s");
+  REQUIRE(moved.ok());
+  REQUIRE(moved->has_value());
+  CHECK((*moved)->value == "v");
+  CHECK((*moved)->expire_ms > NowMs());
 }

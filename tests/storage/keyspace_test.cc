@@ -1,5 +1,5 @@
 // The generic keyspace of Db (storage/keyspace.cc): strings, existence, deletion, expiry, RENAME,
-// FLUSHDB/FLUSHALL, DBSIZE, SCAN, KEYS and glob matching.
+// FLUSHDB/FLUSHALL, DBSIZE, SCAN, KEYS, glob matching, and the database map of SWAPDB.
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <map>
@@ -7,10 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "core/rdb.h"
 #include "test_util.h"
 
 using namespace cuckood::storage;
 using namespace cuckood::storage::testing;
+namespace rdb = cuckood::core::rdb;
 
 namespace {
 
@@ -512,4 +514,135 @@ TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspa
     REQUIRE(t.engine().CompactAll().ok());
     CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
   }
+}
+
+TEST_CASE("SwapDatabases swaps namespaces, persists the map, and reverts to none", "[swapdb]") {
+  TestDb t;
+  CHECK(t.db().Namespace(0) == 0);
+  CHECK(t.db().Namespace(7) == 7);
+  REQUIRE(t.db().SetString(0, "k", "zero", 0, false).ok());
+  REQUIRE(t.db().SetString(1, "k", "one", 0, false).ok());
+  REQUIRE(t.db().SwapDatabases(0, 1).ok());
+  CHECK(t.db().Namespace(0) == 1);
+  CHECK(t.db().Namespace(1) == 0);
+  CHECK(t.db().DbOfNamespace(1) == 0);
+  CHECK(t.db().DbOfNamespace(0) == 1);
+  // The data did not move: only the map changed.
+  CHECK(t.db().Get(0, "k").value()->value == "zero");
+  CHECK(t.db().Get(t.db().Namespace(0), "k").value()->value == "one");
+
+  REQUIRE(t.db().SwapDatabases(1, 5).ok());  // db1 -> ns5, db5 -> ns0
+  CHECK(t.db().Namespace(1) == 5);
+  CHECK(t.db().Namespace(5) == 0);
+  CHECK(t.db().DbOfNamespace(0) == 5);
+  REQUIRE(t.db().SwapDatabases(2, 2).ok());
+  CHECK(t.db().Namespace(2) == 2);
+
+  t.Reopen();
+  CHECK(t.db().Namespace(0) == 1);
+  CHECK(t.db().Namespace(1) == 5);
+  CHECK(t.db().Namespace(5) == 0);
+  CHECK(t.db().DbOfNamespace(5) == 1);
+  CHECK(t.db().Get(t.db().Namespace(5), "k").value()->value == "zero");
+
+  // Back to every database under its own namespace: the record goes.
+  REQUIRE(t.db().SwapDatabases(1, 5).ok());
+  REQUIRE(t.db().SwapDatabases(0, 1).ok());
+  for (uint16_t i = 0; i < 8; ++i) {
+    CHECK(t.db().Namespace(i) == i);
+  }
+  for (const auto& rec : AllRecords(t.engine(), t.engine().default_cf())) {
+    CHECK(rec.key != kDbMapKey);
+  }
+  t.Reopen();
+  CHECK(t.db().Namespace(0) == 0);
+  CHECK(t.db().Namespace(1) == 1);
+}
+
+TEST_CASE("A corrupt database map is refused and leaves every database in place", "[swapdb]") {
+  TestDb t;
+  for (std::string bad : {std::string("\x01\x00\x02", 3), std::string("\x00\x00\x01\x00", 4),
+                          std::string("\x00\x00\x01\x00\x00\x00\x01\x00", 8)}) {
+    REQUIRE(t.engine()
+                .db()
+                ->Put(rocksdb::WriteOptions(), t.engine().default_cf(), std::string(kDbMapKey), bad)
+                .ok());
+    CHECK(t.db().LoadDatabaseMap().code() == Code::kCorruption);
+    CHECK(t.db().Namespace(0) == 0);
+    CHECK(t.db().Namespace(1) == 1);
+  }
+}
+
+TEST_CASE("A replicated SWAPDB batch changes the replica's map", "[swapdb]") {
+  TestDb primary;
+  TestDb replica;
+  const uint64_t from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().SetString(3, "k", "v", 0, false).ok());
+  REQUIRE(primary.db().SwapDatabases(0, 3).ok());
+  std::unique_ptr<rocksdb::TransactionLogIterator> it;
+  REQUIRE(primary.engine().db()->GetUpdatesSince(from, &it).ok());
+  int batches = 0;
+  for (; it->Valid(); it->Next()) {
+    auto b = it->GetBatch();
+    REQUIRE(replica.db().ApplyReplicated(b.writeBatchPtr->Data()).ok());
+    ++batches;
+  }
+  CHECK(batches == 2);
+  CHECK(replica.db().Namespace(0) == 3);
+  CHECK(replica.db().Namespace(3) == 0);
+  CHECK(replica.db().Get(replica.db().Namespace(0), "k").value()->value == "v");
+}
+
+TEST_CASE("A replica keeps the pages of a filter written in several batches until its metadata",
+          "[swapdb][replica]") {
+  TestDb primary;
+  TestDb replica;
+  // 32 MiB of non-zero bucket bytes (a small payload): its copy takes several batches.
+  cuckood::core::FilterMeta meta;
+  meta.base_num_buckets = 1 << 20;
+  meta.bucket_size = 32;
+  meta.num_items = 1;
+  std::string payload;
+  rdb::BeginCuckoo(&payload, meta);
+  rdb::AppendSubFilter(&payload, meta.base_num_buckets, std::string(32 << 20, '\x01'));
+  rdb::EndCuckoo(&payload);
+  rdb::Payload parsed;
+  cuckood::core::Limits any;
+  any.max_filter_bytes = UINT64_MAX;
+  REQUIRE(rdb::ParsePayload(payload, any, &parsed) == rdb::ParseResult::kOk);
+  REQUIRE(primary.db().Restore(0, "src", parsed, 0, CfSettings()).value());
+  const uint64_t from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().Copy(0, "src", 0, "dst", false).value());
+  std::vector<std::string> batches;
+  {
+    std::unique_ptr<rocksdb::TransactionLogIterator> it;
+    REQUIRE(primary.engine().db()->GetUpdatesSince(from, &it).ok());
+    for (; it->Valid(); it->Next()) {
+      batches.push_back(it->GetBatch().writeBatchPtr->Data());
+    }
+  }
+  REQUIRE(batches.size() >= 2);  // pages first, the metadata in the last batch
+  for (size_t i = 0; i + 1 < batches.size(); ++i) {
+    REQUIRE(replica.db().ApplyReplicated(batches[i]).ok());
+  }
+  const size_t pages_before = AllPages(replica.engine()).size();
+  CHECK(pages_before > 0);
+  REQUIRE(replica.engine().CompactAll().ok());
+  CHECK(AllPages(replica.engine()).size() == pages_before);  // pinned: no metadata names them yet
+  REQUIRE(replica.db().ApplyReplicated(batches.back()).ok());
+  REQUIRE(replica.engine().CompactAll().ok());
+  auto copied = replica.db().Dump(0, "dst");
+  REQUIRE(copied.ok());
+  REQUIRE(copied->has_value());
+  CHECK(**copied == payload);
+  // Unpinned once the metadata is there: deleting the copy lets compaction drop its pages.
+  const uint64_t del_from = primary.engine().LatestSequence() + 1;
+  REQUIRE(primary.db().Delete(0, "dst").value());
+  std::unique_ptr<rocksdb::TransactionLogIterator> it;
+  REQUIRE(primary.engine().db()->GetUpdatesSince(del_from, &it).ok());
+  for (; it->Valid(); it->Next()) {
+    REQUIRE(replica.db().ApplyReplicated(it->GetBatch().writeBatchPtr->Data()).ok());
+  }
+  REQUIRE(replica.engine().CompactAll().ok());
+  CHECK(AllPages(replica.engine()).empty());
 }
