@@ -136,7 +136,8 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     REQUIRE(t.db().CfReserve(0, "big", Reserve(8192, 2), s).ok());
     std::vector<std::string> owned;
     REQUIRE(t.db().CfInsert(0, "big", ItemList(owned, 2000, "w"), false, true, 0, s).ok());
-    auto p = Parse(DumpOf(t.db(), "big"));
+    const std::string dump = DumpOf(t.db(), "big");  // (the payload's strings point into it)
+    auto p = Parse(dump);
     REQUIRE(p.sub_filters[0].kind == rdb::EncodedString::Kind::kLzf);
     const size_t pages_before = AllPages(t.engine()).size();
     // Cut the compressed bytes short: the first pages decode, then the data runs out.
@@ -152,7 +153,8 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
   }
   SECTION("a filter larger than cf-max-filter-bytes") {
     REQUIRE(t.db().CfReserve(0, "wide", Reserve(1 << 16, 1), s).ok());
-    auto p = Parse(DumpOf(t.db(), "wide"));
+    const std::string dump = DumpOf(t.db(), "wide");
+    auto p = Parse(dump);
     CfSettings small = s;
     small.max_filter_bytes = 1 << 10;
     auto r = t.db().Restore(0, "wide2", p, 0, small);
