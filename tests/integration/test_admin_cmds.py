@@ -3,39 +3,16 @@ byte for byte with a real redis-server; filters keep every field across DEBUG RE
 replicas keep following it across one."""
 import re
 import shutil
-import socket
-import subprocess
-import tempfile
 import time
 
 import pytest
 from cuckood_nodes import info, sequence, wait_for
-from cuckood_testlib import RawClient, free_port
-
-
-def start_real_redis(*extra):
-    exe = shutil.which("redis-server")
-    if not exe:
-        pytest.skip("redis-server is not installed")
-    d = tempfile.mkdtemp(prefix="real-redis-admin-")
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", d, *extra],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.time() < deadline
-            time.sleep(0.05)
-    return proc, port, d
+from cuckood_testlib import RawClient, free_port, start_real_redis
 
 
 @pytest.fixture(scope="module")
 def real_redis_port():
-    proc, port, d = start_real_redis("--enable-debug-command", "yes")
+    proc, port, d = start_real_redis("real-redis-admin-", "--enable-debug-command", "yes")
     yield port
     proc.terminate()
     proc.wait(10)
@@ -206,7 +183,7 @@ DEBUG_REFUSED = (b"-ERR DEBUG command not allowed. If the enable-debug-command o
 
 def test_enable_debug_command_no_refuses_like_redis(fresh_server):
     srv = fresh_server("--workers", "1", "--enable-debug-command", "no")
-    proc, port, d = start_real_redis("--enable-debug-command", "no")
+    proc, port, d = start_real_redis("real-redis-admin-", "--enable-debug-command", "no")
     ours, real = RawClient(srv.port), RawClient(port)
     try:
         for cmd in [("DEBUG", "RELOAD"), ("DEBUG", "OBJECT", "x"), ("DEBUG", "SLEEP", "0"),

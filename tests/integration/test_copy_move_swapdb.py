@@ -3,39 +3,15 @@ string keys; filters copied (equal SCANDUMP, independent afterwards, large ones 
 SWAPDB swaps databases across a restart and on a replica; WATCH sees all three; cluster mode
 refuses them as Redis does."""
 import shutil
-import socket
-import subprocess
-import tempfile
-import time
 
 import pytest
 from cuckood_nodes import info, sequence, wait_for
-from cuckood_testlib import RawClient, free_port
-
-
-def start_real_redis():
-    exe = shutil.which("redis-server")
-    if not exe:
-        pytest.skip("redis-server is not installed")
-    d = tempfile.mkdtemp(prefix="real-redis-copy-")
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", d],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.time() < deadline
-            time.sleep(0.05)
-    return proc, port, d
+from cuckood_testlib import RawClient, free_port, start_real_redis
 
 
 @pytest.fixture(scope="module")
 def real_redis_port():
-    proc, port, d = start_real_redis()
+    proc, port, d = start_real_redis("real-redis-copy-")
     yield port
     proc.terminate()
     proc.wait(10)

@@ -1,13 +1,10 @@
 """MULTI / EXEC / DISCARD / WATCH with CF commands, over raw sockets (exact reply bytes)."""
 import shutil
-import socket
-import subprocess
-import tempfile
 import threading
 import time
 
 import pytest
-from cuckood_testlib import RawClient, encode, free_port
+from cuckood_testlib import RawClient, encode, free_port, start_real_redis
 
 
 @pytest.fixture
@@ -301,22 +298,7 @@ def test_multi_with_select_and_keys_in_other_databases(raw):
 
 @pytest.fixture(scope="module")
 def real_redis_port():
-    exe = shutil.which("redis-server")
-    if not exe:
-        pytest.skip("redis-server is not installed")
-    d = tempfile.mkdtemp(prefix="real-redis-tx-")
-    port = free_port()
-    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
-                             "--appendonly", "no", "--dir", d],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 10
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            assert time.time() < deadline
-            time.sleep(0.05)
+    proc, port, d = start_real_redis("real-redis-tx-")
     yield port
     proc.terminate()
     proc.wait(10)

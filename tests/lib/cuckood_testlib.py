@@ -142,3 +142,32 @@ class RawClient:
     def call(self, *args):
         self.sock.sendall(encode(args))
         return self.read_reply()
+
+
+def start_real_redis(prefix, *extra):
+    """Debian's redis-server on a free loopback port, no persistence, as a baseline to compare
+    replies with. Returns (proc, port, dir); the caller terminates proc. Skips the test when
+    redis-server is not installed."""
+    import shutil
+    import tempfile
+
+    import pytest
+    exe = shutil.which("redis-server")
+    if not exe:
+        pytest.skip("redis-server is not installed")
+    d = tempfile.mkdtemp(prefix=prefix)
+    port = free_port()
+    proc = subprocess.Popen([exe, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                             "--appendonly", "no", "--dir", d, *extra],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if time.time() >= deadline:
+                proc.kill()
+                raise AssertionError("redis-server did not start on port %d" % port)
+            time.sleep(0.05)
+    return proc, port, d
