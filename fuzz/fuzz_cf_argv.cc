@@ -159,7 +159,7 @@ void Run(Server& server, Client& client, const std::vector<std::string>& args) {
   const std::vector<std::string_view> argv(args.begin(), args.end());
   std::string reply;
   cuckood::resp::Writer writer(&reply, 2);
-  server.Dispatch(client, argv, writer);
+  server.dispatcher().Dispatch(client, argv, writer);
   if (std::getenv("CUCKOOD_FUZZ_VERBOSE") != nullptr) {  // replaying a finding: show the session
     for (const auto& arg : args) {
       std::fprintf(stderr, "%s ", arg.c_str());

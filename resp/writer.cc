@@ -39,6 +39,8 @@ void Writer::SimpleString(std::string_view s) {
 }
 
 void Writer::Error(std::string_view msg) {
+  error_at_ = out_->size();
+  error_len_ = msg.size();
   out_->push_back('-');
   const size_t start = out_->size();
   out_->append(msg);

@@ -107,7 +107,7 @@ std::optional<std::string> ClusterRedirect(Server& server, Client& client, const
     client.in_multi = false;
     client.multi_dirty = false;
     client.queued.clear();
-    server.UnwatchAll(client);
+    server.watches().UnwatchAll(client);
   }
   return std::move(route.error);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "resp/writer.h"
+#include "storage/scope.h"
 
 namespace cuckood::server {
 
@@ -52,6 +53,9 @@ struct CommandContext {
   // once the command's key stripes are held: what every storage::Db call of the handler names.
   // (client.db stays the database's number: SELECT, WATCH, CLIENT LIST, INFO.)
   uint16_t ns = 0;
+  // What the handler's storage calls receive (storage/scope.h): the read mode and the write
+  // group the command commits into (server/dispatcher.h builds it).
+  storage::Scope scope;
   // The keys a write command modified, when the handler lists them itself (the generic commands:
   // Redis signals only real modifications, so DEL of a missing key or SET NX that finds the key
   // does not abort a WATCHing transaction). Unset: every key of the command, as RedisBloom's

@@ -42,9 +42,10 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi) {
   return flags.empty() ? "N" : flags;
 }
 
-Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
+Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, LockBatch& batch,
                        asio::ssl::context* tls)
     : server_(server),
+      batch_(batch),
       socket_(std::move(socket)),
       idle_timer_(socket_.get_executor()),
       pause_timer_(socket_.get_executor()),
@@ -127,7 +128,7 @@ void Connection::Kill() {
 void Connection::Shutdown() {
   auto self = shared_from_this();
   asio::post(socket_.get_executor(), [self] {
-    self->server_.EndBatch();  // (replies waiting for a write group go out first)
+    self->batch_.End();  // (replies waiting for a write group go out first)
     self->closing_ = true;
     if (!self->write_in_flight_) {
       self->Flush();
@@ -216,14 +217,14 @@ void Connection::ProcessInput() {
       if (conn.client_.lock_batching) {  // (not after End(): the pool may own client_ now)
         conn.client_.lock_batching = false;
       }
-      conn.server_.ScheduleBatchEnd(conn.socket_.get_executor());
+      conn.batch_.ScheduleEnd(conn.socket_.get_executor());
     }
     // Ends the batch now: before a command moves to the background pool (it takes its own
     // stripes, and client_ is the pool's until the reply is back), or before the connection
     // closes.
     void End() {
       conn.client_.lock_batching = false;
-      conn.server_.EndBatch();
+      conn.batch_.End();
     }
   } batch_scope(*this);
   while (!closing_ && !busy_) {
@@ -248,8 +249,9 @@ void Connection::ProcessInput() {
       continue;
     }
     const CommandSpec* spec = server_.commands().Find(argv[0]);
-    if (server_.PauseRemaining(client_.in_multi && !(spec && spec->name == "exec") ? nullptr : spec,
-                               client_) > std::chrono::steady_clock::duration::zero()) {
+    if (server_.dispatcher().PauseRemaining(
+            client_.in_multi && !(spec && spec->name == "exec") ? nullptr : spec, client_) >
+        std::chrono::steady_clock::duration::zero()) {
       batch_scope.End();
       WaitForUnpause(spec, argv);
       break;  // the rest of the pipeline waits behind it
@@ -260,7 +262,7 @@ void Connection::ProcessInput() {
       break;  // the rest of the pipeline waits for this command's reply
     }
     writer = resp::Writer(&out_, client_.proto);
-    server_.Dispatch(client_, spec, argv, writer);
+    server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
     ran = true;
     if (limits_.unauthenticated == client_.authenticated) {
       // AUTH / HELLO AUTH / RESET changed what this client may send.
@@ -310,8 +312,8 @@ void Connection::Detach() {
   asio::error_code ec;
   idle_timer_.cancel();
   socket_.close(ec);
-  server_.UnwatchAll(client_);
-  server_.UnregisterConnection(id_);
+  server_.watches().UnwatchAll(client_);
+  server_.clients().Unregister(id_);
   auto take = std::move(client_.take_socket);
   client_.take_socket = nullptr;
   if (fd < 0) {
@@ -326,17 +328,17 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
   busy_ = true;
   auto owned = std::make_shared<std::vector<std::string>>(argv.begin(), argv.end());
   auto self = shared_from_this();
-  server_.BackgroundBegin();
-  asio::post(server_.background(), [self, spec, owned] {
+  server_.background().Begin();
+  asio::post(server_.background().pool(), [self, spec, owned] {
     Argv views(owned->begin(), owned->end());
     std::string reply;
     resp::Writer writer(&reply, self->client_.proto);
-    self->server_.Dispatch(self->client_, spec, views, writer);
-    self->server_.BackgroundEnd();
+    self->server_.dispatcher().Dispatch(self->client_, spec, views, writer);
+    self->server_.background().End();
     asio::post(self->socket_.get_executor(), [self, reply = std::move(reply)] {
       self->busy_ = false;
       if (self->closed_) {
-        self->server_.UnwatchAll(self->client_);
+        self->server_.watches().UnwatchAll(self->client_);
         self->server_.pubsub().UnsubscribeAll(self->client_);
         return;
       }
@@ -354,8 +356,8 @@ void Connection::WaitForUnpause(const CommandSpec* spec, const Argv& argv) {
   busy_ = true;
   paused_argv_.assign(argv.begin(), argv.end());
   // Re-checked at least every 100 ms, so CLIENT UNPAUSE lets the command go soon.
-  auto wait = std::min<std::chrono::steady_clock::duration>(server_.PauseRemaining(spec, client_),
-                                                            std::chrono::milliseconds(100));
+  auto wait = std::min<std::chrono::steady_clock::duration>(
+      server_.dispatcher().PauseRemaining(spec, client_), std::chrono::milliseconds(100));
   pause_timer_.expires_after(wait);
   auto self = shared_from_this();
   pause_timer_.async_wait([self](const asio::error_code&) { self->ResumeAfterPause(); });
@@ -367,7 +369,8 @@ void Connection::ResumeAfterPause() {
   }
   Argv argv(paused_argv_.begin(), paused_argv_.end());
   const CommandSpec* spec = server_.commands().Find(argv[0]);
-  if (server_.PauseRemaining(spec, client_) > std::chrono::steady_clock::duration::zero()) {
+  if (server_.dispatcher().PauseRemaining(spec, client_) >
+      std::chrono::steady_clock::duration::zero()) {
     WaitForUnpause(spec, argv);
     return;
   }
@@ -377,7 +380,7 @@ void Connection::ResumeAfterPause() {
   }
   busy_ = false;
   resp::Writer writer(&out_, client_.proto);
-  server_.Dispatch(client_, spec, argv, writer);
+  server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
   if (client_.close_after_reply || client_.kill_requested) {
     closing_ = true;
   }
@@ -491,10 +494,10 @@ void Connection::Close() {
   socket_.close(ec);
   if (!busy_) {
     // (a background command still uses client_: its completion handler does this)
-    server_.UnwatchAll(client_);
+    server_.watches().UnwatchAll(client_);
     server_.pubsub().UnsubscribeAll(client_);
   }
-  server_.UnregisterConnection(id_);
+  server_.clients().Unregister(id_);
 }
 
 void Connection::SyncSnapshot() {

@@ -25,7 +25,8 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi);
 class Connection : public std::enable_shared_from_this<Connection>, public PubSubSink {
  public:
   // tls: the server's TLS context for a client of the TLS port, nullptr for plain TCP.
-  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id,
+  // batch: the lock batch of the io thread the socket belongs to.
+  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, LockBatch& batch,
              asio::ssl::context* tls = nullptr);
   ~Connection();
 
@@ -76,6 +77,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   void SyncSnapshot();
 
   Server& server_;
+  LockBatch& batch_;  // of this connection's io thread
   asio::ip::tcp::socket socket_;
   // TLS over socket_ (clients of tls-port); reads and writes go through it when set.
   std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;

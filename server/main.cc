@@ -86,11 +86,11 @@ int main(int argc, char** argv) {
     cuckood::server::Server server(cfg);
     char exe[4096] = {0};
     if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) > 0) {
-      server.set_executable(exe);
+      server.process().executable = exe;
     }
     if (!config_file.empty()) {
       // (absolute: CONFIG REWRITE writes this file whatever the working directory is then)
-      server.set_config_file(std::filesystem::absolute(config_file).string());
+      server.process().config_file = std::filesystem::absolute(config_file).string();
     }
     server.Start();
     if (!cfg.pidfile.empty()) {

@@ -101,7 +101,8 @@ replication::ReplicaLink::Options Replication::LinkOptions(const Config& cfg,
   o.masterauth = cfg.masterauth;
   o.masteruser = cfg.masteruser;
   o.announce_ip = cfg.replica_announce_ip;
-  o.listening_port = cfg.replica_announce_port != 0 ? cfg.replica_announce_port : server_.port();
+  o.listening_port =
+      cfg.replica_announce_port != 0 ? cfg.replica_announce_port : server_.process().port;
   o.dir = cfg.dir;
   o.timeout = std::chrono::seconds(cfg.repl_timeout);
   return o;
@@ -129,7 +130,7 @@ storage::Status Replication::ReplicaOf(const std::string& host, int port, bool* 
     return storage::Status::Ok();
   }
   RetireLinkLocked();
-  server_.SetLoading(false);
+  server_.dispatcher().SetLoading(false);
   // This node's own replicas follow another history from now on: they ask again.
   primary_->KillAllAsync();
   state_.master_host = host;
@@ -149,7 +150,8 @@ storage::Status Replication::PromoteToPrimary() {
   }
   RetireLinkLocked();
   replica_ = false;
-  server_.SetLoading(false);  // (a full sync under way is abandoned: the data stays as it was)
+  server_.dispatcher().SetLoading(
+      false);  // (a full sync under way is abandoned: the data stays as it was)
   // Versions the old primary reserved are never handed out again.
   if (auto s = server_.engine().ReloadVersions(); !s.ok()) {
     return s;
@@ -302,7 +304,7 @@ storage::Status Replication::InstallFullSync(const std::atomic<bool>& cancel) {
 
 void Replication::SetLoading(bool loading) {
   // (A link being retired may still report; a primary never loads.)
-  server_.SetLoading(loading && replica_.load());
+  server_.dispatcher().SetLoading(loading && replica_.load());
 }
 
 void Replication::AdoptReplicationId(const std::string& id) {

@@ -22,10 +22,6 @@ namespace cuckood::server {
 namespace {
 
 constexpr size_t kLockStripes = 4096;
-constexpr std::string_view kLoadingError =
-    "LOADING cuckood is loading the dataset from its primary (full sync)";
-constexpr std::string_view kReadOnlyReplicaError =
-    "READONLY You can't write against a read only replica.";
 
 storage::FsyncMode FsyncFromName(const std::string& s) {
   if (s == "always") {
@@ -46,23 +42,6 @@ std::string RandomHex(size_t n) {
     c = kHex[rng() % 16];
   }
   return s;
-}
-
-// Redis's text for an unknown command: the name and the first arguments, quoted.
-std::string UnknownCommandError(const Argv& argv) {
-  std::string args;
-  for (size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
-    size_t room = 128 - args.size();
-    args += "'" + std::string(argv[i].substr(0, room)) + "' ";
-  }
-  std::string msg = "ERR unknown command '" + std::string(argv[0].substr(0, 128)) +
-                    "', with args beginning with: " + args;
-  for (auto& c : msg) {
-    if (c == '\r' || c == '\n') {
-      c = ' ';
-    }
-  }
-  return msg;
 }
 
 // The server's TLS context from the tls-* options; throws with a clear message when a file is
@@ -133,8 +112,9 @@ Server::Server(Config config) : config_(std::move(config)) {
   };
   apply(config_);
   pubsub_ = std::make_unique<PubSub>();
-  run_id_ = RandomHex(40);
-  start_unix_ = static_cast<int64_t>(storage::NowMs() / 1000);
+  replication_ = std::make_unique<Replication>(*this);
+  process_.run_id = RandomHex(40);
+  process_.start_unix = static_cast<int64_t>(storage::NowMs() / 1000);
   RegisterConnectionCommands(table_);
   RegisterTransactionCommands(table_);
   RegisterKeyspaceCommands(table_);
@@ -232,14 +212,7 @@ void Server::Start() {
       throw std::runtime_error("rename-command: unknown command '" + from + "'");
     }
   }
-  // The statistics of every command, found without Stats' mutex on the command path (the
-  // table does not change after this point; Stats never frees an entry).
-  for (const CommandSpec* spec : table_.all()) {
-    command_stats_.emplace(spec, &stats_.For(spec->name));
-    for (const auto& sub : spec->subcommands) {
-      command_stats_.emplace(&sub, &stats_.For(sub.name));
-    }
-  }
+  dispatcher_.IndexCommandStats();  // (the table does not change after this point)
   if (cfg.tls_port != 0) {
     tls_ctx_ = MakeTlsContext(cfg);
   }
@@ -271,7 +244,7 @@ void Server::Start() {
   }
   engine_ = std::move(*engine);
   db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes, cfg.cache_size);
-  background_ = std::make_unique<asio::thread_pool>(2);
+  background_.Open(2);
   if (cfg.cluster_enabled) {
     cluster_ = OpenClusterState(cfg);  // before the listeners: no client sees a node without it
     slot_migrator_ = std::make_unique<SlotMigrator>(*this);
@@ -282,6 +255,7 @@ void Server::Start() {
   workers = std::max(workers, 1);
   for (int i = 0; i < workers; ++i) {
     contexts_.push_back(std::make_unique<asio::io_context>(1));
+    batches_.push_back(std::make_unique<LockBatch>(stats_));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
   }
   auto& main_ctx = *contexts_[0];
@@ -330,7 +304,7 @@ void Server::Start() {
       throw std::runtime_error("could not listen on " + addr + ":" + std::to_string(port) + ": " +
                                ec.message() + hint);
     }
-    (tls ? bound_tls_port_ : bound_port_) = acc->local_endpoint().port();
+    (tls ? process_.tls_port : process_.port) = acc->local_endpoint().port();
     acceptors_.push_back(std::move(acc));
     acceptor_tls_.push_back(tls);
   }
@@ -350,18 +324,18 @@ void Server::Start() {
   });
   tick_timer_ = std::make_unique<asio::steady_timer>(main_ctx);
   Tick();
-  replication_ = std::make_unique<Replication>(*this);
   replication_->Start(cfg);
   if (cluster_ != nullptr) {
     FollowClusterTopology(*this);  // the topology's role drives replication from now on
   }
+  process_.io_threads = static_cast<int>(contexts_.size());
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
   }
   spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
-               cfg.bind, bound_port_, workers, cfg.dir);
+               cfg.bind, process_.port, workers, cfg.dir);
   if (tls_ctx_) {
-    spdlog::info("TLS connections on {}:{} (tls-auth-clients {})", cfg.bind, bound_tls_port_,
+    spdlog::info("TLS connections on {}:{} (tls-auth-clients {})", cfg.bind, process_.tls_port,
                  cfg.tls_auth_clients);
   }
 }
@@ -439,7 +413,7 @@ void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
     stats_.rejected_connections++;
     return;
   }
-  if (connected_.load() >= static_cast<size_t>(std::max(cfg.maxclients, 1))) {
+  if (clients_.connected() >= static_cast<size_t>(std::max(cfg.maxclients, 1))) {
     static const std::string kMax = "-ERR max number of clients reached\r\n";
     asio::write(socket, asio::buffer(kMax), ec2);
     stats_.rejected_connections++;
@@ -449,36 +423,17 @@ void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
   if (cfg.tcp_keepalive > 0) {
     socket.set_option(asio::socket_base::keep_alive(true), ec2);
   }
-  auto conn = std::make_shared<Connection>(*this, std::move(socket), NextClientId(),
-                                           acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
-  RegisterConnection(conn);
-  conn->Start();
-}
-
-void Server::RegisterConnection(const std::shared_ptr<Connection>& conn) {
-  std::lock_guard lock(conns_mu_);
-  conns_[conn->id()] = conn;
-  connected_++;
-}
-
-void Server::UnregisterConnection(uint64_t id) {
-  std::lock_guard lock(conns_mu_);
-  if (conns_.erase(id) > 0) {
-    connected_--;
-  }
-  shutdown_cv_.notify_all();
-}
-
-std::vector<std::shared_ptr<Connection>> Server::Connections() {
-  std::vector<std::shared_ptr<Connection>> out;
-  std::lock_guard lock(conns_mu_);
-  for (auto& [id, weak] : conns_) {
-    if (auto c = weak.lock()) {
-      out.push_back(std::move(c));
+  // The lock batch of the io thread the socket belongs to.
+  LockBatch* batch = batches_[0].get();
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    if (&socket.get_executor().context() == contexts_[i].get()) {
+      batch = batches_[i].get();
     }
   }
-  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a->id() < b->id(); });
-  return out;
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), clients_.NextId(), *batch,
+                                           acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
+  clients_.Register(conn);
+  conn->Start();
 }
 
 void Server::RequestShutdown() {
@@ -525,13 +480,10 @@ void Server::StopAll() {
     });
   }
   // Let every connection finish its command in flight and flush its replies.
-  for (auto& conn : Connections()) {
+  for (auto& conn : clients_.All()) {
     conn->Shutdown();
   }
-  {
-    std::unique_lock lock(conns_mu_);
-    shutdown_cv_.wait_for(lock, std::chrono::seconds(3), [this] { return conns_.empty(); });
-  }
+  clients_.WaitAllGone(std::chrono::seconds(3));
   guards_.clear();
   for (auto& ctx : contexts_) {
     ctx->stop();
@@ -541,95 +493,14 @@ void Server::StopAll() {
       t.join();
     }
   }
-  {
-    std::lock_guard lock(conns_mu_);
-    conns_.clear();
-  }
   acceptors_.clear();
   signals_.reset();
   tick_timer_.reset();
-  if (background_) {
-    background_->join();  // long commands in flight finish before the database closes
-  }
+  background_.Join();  // long commands in flight finish before the database closes
   if (engine_) {
     engine_->Close();
     spdlog::info("database closed cleanly");
   }
-}
-
-std::string Server::WatchId(uint16_t db, std::string_view key) {
-  std::string id(2, '\0');
-  id[0] = static_cast<char>(db >> 8);
-  id[1] = static_cast<char>(db & 0xff);
-  id.append(key);
-  return id;
-}
-
-uint64_t Server::Watch(uint16_t db, std::string_view key) {
-  std::lock_guard lock(watch_mu_);
-  auto& e = watches_[WatchId(db, key)];
-  e.watchers++;
-  watch_count_ = watches_.size();
-  return e.version;
-}
-
-uint64_t Server::WatchVersion(const std::string& id) {
-  std::lock_guard lock(watch_mu_);
-  auto it = watches_.find(id);
-  return it == watches_.end() ? UINT64_MAX : it->second.version;
-}
-
-void Server::UnwatchAll(Client& client) {
-  if (client.watched.empty()) {
-    return;
-  }
-  std::lock_guard lock(watch_mu_);
-  for (auto& [id, version] : client.watched) {
-    auto it = watches_.find(id);
-    if (it != watches_.end() && --it->second.watchers == 0) {
-      watches_.erase(it);
-    }
-  }
-  watch_count_ = watches_.size();
-  client.watched.clear();
-}
-
-void Server::TouchKeys(uint16_t db, const std::vector<std::string_view>& keys) {
-  if (watch_count_.load(std::memory_order_acquire) == 0) {
-    return;
-  }
-  std::lock_guard lock(watch_mu_);
-  for (auto key : keys) {
-    auto it = watches_.find(WatchId(db, key));
-    if (it != watches_.end()) {
-      it->second.version = ++watch_clock_;
-    }
-  }
-}
-
-void Server::TouchAll(std::optional<uint16_t> db) {
-  std::lock_guard lock(watch_mu_);
-  for (auto& [id, e] : watches_) {
-    if (!db || (static_cast<uint16_t>((static_cast<uint8_t>(id[0]) << 8) |
-                                      static_cast<uint8_t>(id[1])) == *db)) {
-      e.version = ++watch_clock_;
-    }
-  }
-}
-
-std::vector<std::string> Server::WatchedKeys(uint16_t db) {
-  std::vector<std::string> keys;
-  if (watch_count_.load(std::memory_order_acquire) == 0) {
-    return keys;
-  }
-  std::lock_guard lock(watch_mu_);
-  for (const auto& [id, e] : watches_) {
-    if (static_cast<uint16_t>((static_cast<uint8_t>(id[0]) << 8) | static_cast<uint8_t>(id[1])) ==
-        db) {
-      keys.push_back(id.substr(2));
-    }
-  }
-  return keys;
 }
 
 storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& between,
@@ -644,9 +515,9 @@ storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& b
     bool release = false;
   };
   auto gate = std::make_shared<Gate>();
-  for (auto& ctx : contexts_) {
-    asio::post(*ctx, [this, gate] {
-      EndBatch();
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    asio::post(*contexts_[i], [batch = batches_[i].get(), gate] {
+      batch->End();
       std::unique_lock lock(gate->mu);
       ++gate->parked;
       gate->cv.notify_all();
@@ -660,8 +531,7 @@ storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& b
   };
   {
     std::unique_lock lock(gate->mu);
-    while (gate->parked < contexts_.size() ||
-           background_running_.load(std::memory_order_acquire) > 0) {
+    while (gate->parked < contexts_.size() || background_.running() > 0) {
       if (cancel.load() || shutting_down_.load()) {
         lock.unlock();
         release();
@@ -681,404 +551,6 @@ storage::Status Server::ReopenDatabase(const std::function<storage::Status()>& b
   engine_ = std::move(*engine);
   release();
   return s;
-}
-
-void Server::Dispatch(Client& client, const Argv& argv, resp::Writer& out) {
-  if (argv.empty()) {
-    return;
-  }
-  Dispatch(client, table_.Find(argv[0]), argv, out);
-}
-
-namespace {
-
-// The lock batch of an io thread (see Client::lock_batching): the stripes it holds, the write
-// group of the grouped commands run under them, and the clients whose replies wait for it.
-struct IoBatch {
-  bool held = false;
-  bool exclusive = false;
-  int uses = 0;
-  storage::LockGuard guard;
-  std::unique_ptr<storage::WriteGroup> group;
-  struct Waiting {
-    Client* client;
-    std::shared_ptr<void> keepalive;  // the client's connection
-  };
-  std::vector<Waiting> waiting;
-  bool end_posted = false;
-};
-
-thread_local IoBatch t_io_batch;
-
-}  // namespace
-
-void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
-                      resp::Writer& out) {
-  auto reject = [&](std::string_view msg) {
-    if (client.in_multi) {
-      client.multi_dirty = true;
-    }
-    stats_.CountError(msg);
-    out.Error(msg);
-  };
-  if (spec == nullptr) {
-    reject(UnknownCommandError(argv));
-    return;
-  }
-  const int argc = static_cast<int>(argv.size());
-  const bool queue_unchecked = client.in_multi && (spec->flags & kHandlerArity);
-  if (!queue_unchecked && ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity)) {
-    stats_.For(spec->name).rejected_calls++;
-    reject(ArityError(spec->name));
-    return;
-  }
-  if (!client.authenticated && !(spec->flags & kNoAuth)) {
-    stats_.For(spec->name).rejected_calls++;
-    stats_.CountError("NOAUTH");
-    out.Error("NOAUTH Authentication required.");
-    return;
-  }
-  // Cluster mode: the one routing check (MOVED / CROSSSLOT / CLUSTERDOWN), before queuing too.
-  if (cluster_ != nullptr) {
-    if (auto redirect = ClusterRedirect(*this, client, *spec, argv)) {
-      stats_.For(spec->name).rejected_calls++;
-      reject(*redirect);
-      return;
-    }
-  }
-  if (loading() && !(spec->flags & kLoading)) {
-    reject(kLoadingError);
-    return;
-  }
-  if ((spec->flags & kWrite) && replication_ && replication_->is_replica()) {
-    reject(kReadOnlyReplicaError);
-    return;
-  }
-  if (InSubscribedMode(client) && !AllowedInSubscribedMode(*spec)) {
-    stats_.For(spec->name).rejected_calls++;
-    reject(SubscribedModeError(*spec, argv));
-    return;
-  }
-  if (client.in_multi && !(spec->flags & kNoMulti)) {
-    client.queued.emplace_back(argv.begin(), argv.end());
-    out.SimpleString("QUEUED");
-    return;
-  }
-  Execute(*spec, client, argv, out, false);
-}
-
-void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
-                     bool locks_held) {
-  const auto start = std::chrono::steady_clock::now();
-  const size_t before = out.buffer()->size();
-  storage::LockGuard guard;
-  std::vector<std::string_view> keys;
-  const bool write = (spec.flags & kWrite) != 0;
-  // The io thread's lock batch keeps the stripes of consecutive commands (at most kMaxBatchUses
-  // commands, kMaxStripes stripes); a command it cannot take in first gives them back.
-  constexpr int kMaxBatchUses = 256;
-  constexpr size_t kMaxStripes = 256;
-  const bool batchable = client.lock_batching && !locks_held && spec.first_key > 0 &&
-                         !(spec.flags & (kLockAll | kBackground));
-  const bool groupable = batchable && write && (spec.flags & kGroupCommit) &&
-                         group_commit_.load(std::memory_order_relaxed);
-  IoBatch& batch = t_io_batch;
-  if (!groupable && batch.group) {
-    EndGroup();  // (no command but those of the group may see its uncommitted changes)
-  }
-  if (!batchable && !locks_held) {
-    EndBatch();
-  }
-  auto batch_covers = [&](std::vector<size_t>& stripes, bool exclusive) {
-    std::sort(stripes.begin(), stripes.end());
-    stripes.erase(std::unique(stripes.begin(), stripes.end()), stripes.end());
-    if (batch.held && batch.uses < kMaxBatchUses && (batch.exclusive || !exclusive)) {
-      // Commands on other keys join the batch (and its write group) when their stripes are
-      // free: taken without waiting, so no thread ever waits while it holds stripes.
-      if (batch.guard.covers(stripes) ||
-          (batch.exclusive == exclusive && batch.guard.size() + stripes.size() <= kMaxStripes &&
-           batch.guard.TryAdd(stripes))) {
-        ++batch.uses;
-        return true;
-      }
-    }
-    EndBatch();
-    return false;
-  };
-  auto batch_keep = [&](storage::LockGuard g, bool exclusive) {
-    batch.guard = std::move(g);
-    batch.exclusive = exclusive;
-    batch.uses = 1;
-    batch.held = true;
-  };
-  if (write) {
-    keys = CommandKeys(spec, argv);
-    if (!locks_held) {
-      std::vector<size_t> stripes;
-      if (spec.flags & kLockAll) {
-        stripes.resize(db_->locks().stripes());
-        for (size_t i = 0; i < stripes.size(); ++i) {
-          stripes[i] = i;
-        }
-      } else {
-        for (auto key : keys) {
-          stripes.push_back(db_->locks().StripeOf(client.db, key));
-        }
-        if (auto other = CommandOtherDbKey(spec, argv)) {
-          stripes.push_back(db_->locks().StripeOf(other->db, other->key));
-        }
-      }
-      if (!batchable) {
-        guard = storage::LockGuard(&db_->locks(), std::move(stripes));
-      } else if (!batch_covers(stripes, true)) {
-        batch_keep(storage::LockGuard(&db_->locks(), std::move(stripes)), true);
-      }
-    }
-  }
-  std::optional<storage::UncachedReads> uncached;
-  if (!write && !locks_held && spec.first_key > 0) {
-    // Readers hold their keys' stripes shared, so no writer of those keys is half-way while
-    // they read the in-memory cache. When a writer holds one (a long CF.COMPACT), the reader
-    // does not wait: it reads a RocksDB snapshot instead.
-    std::vector<size_t> stripes;
-    for (auto key : CommandKeys(spec, argv)) {
-      stripes.push_back(db_->locks().StripeOf(client.db, key));
-    }
-    if (!batchable) {
-      if (auto g = storage::LockGuard::TryShared(&db_->locks(), std::move(stripes))) {
-        guard = std::move(*g);
-      } else {
-        uncached.emplace();
-      }
-    } else if (!batch_covers(stripes, false)) {
-      if (auto g = storage::LockGuard::TryShared(&db_->locks(), stripes)) {
-        batch_keep(std::move(*g), false);
-      } else {
-        uncached.emplace();
-      }
-    }
-  }
-  if (groupable) {
-    if (!batch.group) {
-      batch.group = std::make_unique<storage::WriteGroup>(db_->engine(), &db_->cache());
-    }
-    if (!client.group_pending) {
-      client.group_pending = true;
-      client.group_out = out.buffer();
-      client.group_start = before;
-      client.group_commands = 0;
-      batch.waiting.push_back({&client, client.owner.lock()});
-    }
-    ++client.group_commands;
-  }
-  // Stripes are per database (client.db); the namespace it maps to changes only while SWAPDB
-  // holds every stripe, so it is read now that this command's are held.
-  CommandContext ctx{*this, client, out, argv, db_->Namespace(client.db), std::nullopt};
-  if ((spec.flags & kHandlerArity) &&
-      ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
-       static_cast<int>(argv.size()) < -spec.arity)) {
-    // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are (they
-    // check it before opening the key, so nothing counts as modified).
-    out.Error(ArityError(spec.name));
-    ctx.NothingModified();
-  } else {
-    spec.handler(ctx);
-  }
-  if (write && !(spec.flags & kNoWatchBump)) {
-    // Touched while the key locks are held, so EXEC (which holds them too) sees it or not at
-    // all.
-    TouchKeys(client.db, ctx.modified ? *ctx.modified : keys);
-  }
-  guard.Release();
-  const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
-                                                std::chrono::steady_clock::now() - start)
-                                                .count());
-  auto found = command_stats_.find(&spec);
-  auto& cs = found != command_stats_.end() ? *found->second : stats_.For(spec.name);
-  cs.calls++;
-  cs.usec += micros;
-  cs.latency.Record(micros);
-  stats_.total_commands_processed++;
-  const std::string& buf = *out.buffer();
-  if (buf.size() > before && buf[before] == '-') {
-    cs.failed_calls++;
-    auto end = buf.find('\r', before);
-    stats_.CountError(std::string_view(buf).substr(before + 1, end - before - 1));
-  }
-  client.last_command = spec.name;
-  const int64_t threshold = slowlog_slower_than_.load(std::memory_order_relaxed);
-  if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
-    SlowlogAdd(client, argv, static_cast<int64_t>(micros));
-  }
-  if (batch.group && batch.group->Full()) {
-    EndGroup();
-  }
-}
-
-void Server::EndGroup() {
-  IoBatch& batch = t_io_batch;
-  if (!batch.group) {
-    return;
-  }
-  auto s = batch.group->Commit();
-  batch.group.reset();
-  auto waiting = std::move(batch.waiting);
-  batch.waiting.clear();
-  uint64_t commands = 0;
-  std::string error_reply;
-  for (auto& w : waiting) {
-    Client& c = *w.client;
-    commands += c.group_commands;
-    if (!s.ok()) {
-      // Nothing of the group was stored: each of its commands answers the error instead.
-      std::string& out = *c.group_out;
-      out.resize(c.group_start);
-      if (error_reply.empty()) {
-        resp::Writer writer(&error_reply, c.proto);
-        ReplyStatusError(writer, s);
-      }
-      const std::string_view text =
-          std::string_view(error_reply)
-              .substr(1, error_reply.size() > 3 ? error_reply.size() - 3 : 0);
-      for (size_t i = 0; i < c.group_commands; ++i) {
-        out += error_reply;
-        stats_.CountError(text);
-      }
-    }
-    c.group_pending = false;
-    c.group_commands = 0;
-    if (c.flush_later) {
-      c.flush_later();
-    }
-  }
-  stats_.write_groups++;
-  stats_.write_group_commands += commands;
-}
-
-void Server::EndBatch() {
-  IoBatch& batch = t_io_batch;
-  if (batch.group) {
-    // Queued while the stripes are held (writes of a key are stored in the order they were
-    // made); written after they are given back, so the other io threads' commands on these keys
-    // run meanwhile. The replies still wait for the write (EndGroup).
-    batch.group->Seal();
-  }
-  if (batch.held) {
-    batch.guard.Release();
-    batch.held = false;
-  }
-  EndGroup();
-}
-
-void Server::ScheduleBatchEnd(const asio::any_io_executor& executor) {
-  IoBatch& batch = t_io_batch;
-  if (!batch.group) {
-    // Only a write group waits for the other clients of this round; stripes alone are given
-    // back at once.
-    EndBatch();
-    return;
-  }
-  if (batch.end_posted) {
-    return;
-  }
-  batch.end_posted = true;
-  asio::post(executor, [this] {
-    t_io_batch.end_posted = false;
-    EndBatch();
-  });
-}
-
-void Server::SlowlogAdd(const Client& client, const Argv& argv, int64_t micros) {
-  SlowlogEntry e;
-  e.unix_time = static_cast<int64_t>(storage::NowMs() / 1000);
-  e.micros = micros;
-  // Redis keeps at most 32 arguments, each cut to 128 bytes.
-  const size_t n = std::min<size_t>(argv.size(), 32);
-  for (size_t i = 0; i < n; ++i) {
-    if (i == 31 && argv.size() > 32) {
-      e.argv.push_back("... (" + std::to_string(argv.size() - 31) + " more arguments)");
-      break;
-    }
-    std::string a(argv[i].substr(0, 128));
-    if (argv[i].size() > 128) {
-      a += "... (" + std::to_string(argv[i].size() - 128) + " more bytes)";
-    }
-    e.argv.push_back(std::move(a));
-  }
-  e.addr = client.addr;
-  e.name = client.name;
-  std::lock_guard lock(slowlog_mu_);
-  e.id = slowlog_next_id_++;
-  slowlog_.push_front(std::move(e));
-  while (slowlog_.size() > slowlog_max_len_.load()) {
-    slowlog_.pop_back();
-  }
-}
-
-std::vector<SlowlogEntry> Server::SlowlogGet(int64_t count) {
-  std::lock_guard lock(slowlog_mu_);
-  size_t n =
-      count < 0 ? slowlog_.size() : std::min<size_t>(slowlog_.size(), static_cast<size_t>(count));
-  return {slowlog_.begin(), slowlog_.begin() + static_cast<std::ptrdiff_t>(n)};
-}
-
-size_t Server::SlowlogLen() {
-  std::lock_guard lock(slowlog_mu_);
-  return slowlog_.size();
-}
-
-void Server::SlowlogReset() {
-  std::lock_guard lock(slowlog_mu_);
-  slowlog_.clear();
-}
-
-}  // namespace cuckood::server
-
-namespace cuckood::server {
-
-void Server::Pause(std::chrono::steady_clock::time_point until, bool all) {
-  const int64_t ns = until.time_since_epoch().count();
-  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
-  const int64_t current = pause_until_ns_.load(std::memory_order_acquire);
-  if (current > now) {
-    // Paused already: the later end and the stricter mode win.
-    pause_all_.store(all || pause_all_.load(std::memory_order_acquire), std::memory_order_release);
-    pause_until_ns_.store(std::max(ns, current), std::memory_order_release);
-    return;
-  }
-  pause_all_.store(all, std::memory_order_release);
-  pause_until_ns_.store(ns, std::memory_order_release);
-}
-
-std::chrono::steady_clock::duration Server::PauseRemaining(const CommandSpec* spec,
-                                                           const Client& client) const {
-  const int64_t until_ns = pause_until_ns_.load(std::memory_order_acquire);
-  if (until_ns == 0) {
-    return std::chrono::steady_clock::duration::zero();  // (no clock read on the common path)
-  }
-  const auto until =
-      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(until_ns));
-  const auto now = std::chrono::steady_clock::now();
-  if (spec == nullptr || until <= now) {
-    return std::chrono::steady_clock::duration::zero();
-  }
-  if (pause_all_.load(std::memory_order_acquire)) {
-    return until - now;
-  }
-  // WRITE: writes and the commands that may replicate (PUBLISH), and an EXEC that queued one.
-  auto writes = [](const CommandSpec* s) {
-    return s != nullptr && ((s->flags & kWrite) || s->name == "publish" || s->name == "spublish");
-  };
-  bool waits = writes(spec);
-  if (!waits && spec->name == "exec" && client.in_multi) {
-    for (const auto& q : client.queued) {
-      if (!q.empty() && writes(table_.Find(q[0]))) {
-        waits = true;
-        break;
-      }
-    }
-  }
-  return waits ? until - now : std::chrono::steady_clock::duration::zero();
 }
 
 }  // namespace cuckood::server

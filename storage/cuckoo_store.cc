@@ -55,8 +55,9 @@ std::string Db::PagePrefix(uint16_t ns, std::string_view key, const Metadata& me
   return EncodePagePrefix(ns, owner, meta.version);
 }
 
-Status Db::CommitFilter(PageCache* cache, const std::string& meta_key, const Metadata& meta) {
-  if (auto* group = WriteGroup::For(&mem_)) {
+Status Db::CommitFilter(const Scope& scope, PageCache* cache, const std::string& meta_key,
+                        const Metadata& meta) {
+  if (auto* group = scope.group) {
     if (cache != nullptr) {
       cache->AddDirty(group);
     }
@@ -68,7 +69,7 @@ Status Db::CommitFilter(PageCache* cache, const std::string& meta_key, const Met
     cache->AddDirty(&batch);
   }
   (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  return Commit(&batch, cache, {{meta_key, &meta}});
+  return Commit(scope, &batch, cache, {{meta_key, &meta}});
 }
 
 core::Limits Db::LimitsFor(const Metadata& meta, const CfSettings& settings) const {
@@ -105,9 +106,9 @@ StatusOr<Metadata> Db::NewFilter(uint64_t capacity, uint16_t bucket_size, uint16
   return meta;
 }
 
-Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
+Status Db::CfReserve(const Scope& scope, uint16_t ns, std::string_view key, const ReserveArgs& args,
                      const CfSettings& settings) {
-  auto m = Get(ns, key);
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -120,21 +121,22 @@ Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
     return meta.status();
   }
   // Only metadata: pages are created when first written.
-  return CommitFilter(nullptr, EncodeMetaKey(ns, key), *meta);
+  return CommitFilter(scope, nullptr, EncodeMetaKey(ns, key), *meta);
 }
 
-StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
-                                     const std::vector<std::string_view>& items, bool nx,
-                                     bool no_create, uint64_t capacity,
-                                     const CfSettings& settings) {
-  auto m = Get(ns, key);
+StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::string_view key,
+                                     const std::vector<std::string_view>& items,
+                                     const InsertOptions& options, const CfSettings& settings) {
+  const bool nx = options.nx;
+  const uint64_t capacity = options.capacity;
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
   bool created = false;
   Metadata meta;
   if (!m->has_value()) {
-    if (no_create) {
+    if (options.no_create) {
       return Status(Code::kNotFound, "ERR not found");
     }
     auto fresh =
@@ -156,7 +158,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
     // RedisBloom refuses before looking at any item, but an auto-created key stays.
     out.max_expansions = true;
     if (created) {
-      auto s = CommitFilter(nullptr, meta_key, meta);
+      auto s = CommitFilter(scope, nullptr, meta_key, meta);
       if (!s.ok()) {
         return s;
       }
@@ -166,7 +168,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   auto hashes = HashAll(items);
   auto& filter = meta.cuckoo.filter;
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_);
+                  &mem_, scope.group);
   cache.ChangeGroupPagesInPlace();
   if (nx) {
     cache.Prefetch(hashes);  // (the item is looked for first, in every candidate bucket)
@@ -189,7 +191,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
     return out;
   }
   meta.size = filter.num_items;
-  auto s = CommitFilter(&cache, meta_key, meta);
+  auto s = CommitFilter(scope, &cache, meta_key, meta);
   if (!s.ok()) {
     return s;
   }
@@ -323,7 +325,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   return ok;  // (an unusable filter: the page cache's path reports it)
 }
 
-StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
+StatusOr<std::vector<uint64_t>> Db::CfLookup(const Scope& scope, uint16_t ns, std::string_view key,
                                              const std::vector<std::string_view>& items,
                                              bool count) {
   std::vector<uint64_t> out(items.size(), 0);
@@ -332,11 +334,11 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   // caller that could not take the stripe reads one RocksDB snapshot instead.
   std::optional<SnapshotHolder> snap;
   rocksdb::ReadOptions ro;
-  if (UncachedReads::active()) {
+  if (scope.snapshot_reads()) {
     snap.emplace(engine_);
     ro.snapshot = snap->get();
   }
-  auto m = LookupMeta(ro, ns, key);
+  auto m = LookupMeta(scope, ro, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -350,7 +352,7 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   // page cache that holds them.
   MemCache::ReadSection section;
   PageCache cache(engine_, ro.snapshot, &(*m)->page_prefix, &meta.cuckoo.filter,
-                  meta.cuckoo.page_size, &mem_);
+                  meta.cuckoo.page_size, &mem_, scope.group);
   if (ro.snapshot == nullptr && LookupCached(**m, hashes, count, &cache, &out)) {
     return out;
   }
@@ -367,9 +369,9 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(uint16_t ns, std::string_view key,
   return out;
 }
 
-StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view item,
-                            const CfSettings&) {
-  auto m = Get(ns, key);
+StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view key,
+                            std::string_view item, const CfSettings&) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -380,7 +382,7 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_);
+                  &mem_, scope.group);
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
     meta.size = filter.num_items;
     auto encoded = EncodeMetadata(meta);
@@ -398,15 +400,15 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
     return false;
   }
   meta.size = filter.num_items;
-  auto s = CommitFilter(&cache, meta_key, meta);
+  auto s = CommitFilter(scope, &cache, meta_key, meta);
   if (!s.ok()) {
     return s;
   }
   return true;
 }
 
-Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
-  auto m = Get(ns, key);
+Status Db::CfCompact(const Scope& scope, uint16_t ns, std::string_view key, const CfSettings&) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -417,7 +419,7 @@ Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_);
+                  &mem_, scope.group);
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
     auto encoded = EncodeMetadata(meta);
     (void)batch->Put(engine_->metadata_cf(), meta_key, encoded);
@@ -431,11 +433,11 @@ Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
   rocksdb::WriteBatch batch;
   cache.AddDirty(&batch);
   (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-  return Commit(&batch, &cache, {{meta_key, &meta}});
+  return Commit(scope, &batch, &cache, {{meta_key, &meta}});
 }
 
-StatusOr<Metadata> Db::CfInfo(uint16_t ns, std::string_view key) {
-  auto m = Get(ns, key);
+StatusOr<Metadata> Db::CfInfo(const Scope& scope, uint16_t ns, std::string_view key) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -448,11 +450,12 @@ StatusOr<Metadata> Db::CfInfo(uint16_t ns, std::string_view key) {
   return std::move(**m);
 }
 
-StatusOr<ScanDumpChunk> Db::CfScanDump(uint16_t ns, std::string_view key, int64_t iter) {
+StatusOr<ScanDumpChunk> Db::CfScanDump(const Scope& scope, uint16_t ns, std::string_view key,
+                                       int64_t iter) {
   SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
-  auto m = GetWith(ro, ns, key);
+  auto m = GetWith(scope, ro, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -490,9 +493,9 @@ StatusOr<ScanDumpChunk> Db::CfScanDump(uint16_t ns, std::string_view key, int64_
   return out;
 }
 
-Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::string_view data,
-                       const CfSettings& settings) {
-  auto m = Get(ns, key);
+Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, int64_t iter,
+                       std::string_view data, const CfSettings& settings) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -526,7 +529,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     meta.cuckoo.page_size = settings.page_size;
     rocksdb::WriteBatch batch;
     (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(meta));
-    return Commit(&batch, nullptr, {{meta_key, &meta}});
+    return Commit(scope, &batch, nullptr, {{meta_key, &meta}});
   }
   if (!m->has_value()) {
     return Status(Code::kNotFound, "ERR not found");
@@ -540,7 +543,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     return Status(Code::kInvalid, "Couldn't load chunk!");
   }
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
-                  meta.cuckoo.page_size, &mem_);
+                  meta.cuckoo.page_size, &mem_, scope.group);
   auto s = cache.WriteRange(range->filter, range->offset, data);
   if (!s.ok()) {
     return s;
@@ -553,9 +556,9 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     Metadata loaded = meta;
     loaded.cuckoo.base_capacity = 0;
     (void)batch.Put(engine_->metadata_cf(), meta_key, EncodeMetadata(loaded));
-    return Commit(&batch, &cache, {{meta_key, &loaded}});
+    return Commit(scope, &batch, &cache, {{meta_key, &loaded}});
   }
-  return Commit(&batch, &cache, {});
+  return Commit(scope, &batch, &cache, {});
 }
 
 }  // namespace cuckood::storage

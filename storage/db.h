@@ -29,6 +29,7 @@
 #include "storage/format.h"
 #include "storage/locks.h"
 #include "storage/mem_cache.h"
+#include "storage/scope.h"
 #include "storage/status.h"
 
 namespace cuckood::storage {
@@ -52,6 +53,13 @@ struct ReserveArgs {
   uint16_t expansion = 1;  // as requested (normalised inside)
 };
 
+// How CF.ADD/ADDNX/INSERT/INSERTNX insert.
+struct InsertOptions {
+  bool nx = false;         // ADDNX/INSERTNX: an item already present is not added again
+  bool no_create = false;  // NOCREATE: kNotFound when the key is absent
+  uint64_t capacity = 0;   // of an auto-created filter; 0 = settings.initial_capacity
+};
+
 // Outcome of CF.ADD/ADDNX/INSERT/INSERTNX beyond a plain Status.
 struct InsertOutcome {
   bool max_expansions = false;  // refused before any item ("Maximum expansions reached")
@@ -68,21 +76,6 @@ struct ScanPage {
   std::vector<std::string> keys;
 };
 
-// While one of these lives on a thread, that thread's reads skip the in-memory cache and read
-// one RocksDB snapshot: for readers that could not take their key's stripe (a writer, e.g. a
-// long CF.COMPACT, holds it), so they never wait for it and still see a committed state.
-class UncachedReads {
- public:
-  UncachedReads();
-  ~UncachedReads();
-  UncachedReads(const UncachedReads&) = delete;
-  UncachedReads& operator=(const UncachedReads&) = delete;
-  static bool active();
-
- private:
-  bool previous_;
-};
-
 class Db {
  public:
   // cache_bytes: size of the in-memory cache of metadata and pages (0 = none).
@@ -93,8 +86,8 @@ class Db {
 
   // ---- keyspace ------------------------------------------------------------------------------
   // Live (not expired) metadata of a key, nullopt when absent.
-  StatusOr<std::optional<Metadata>> Get(uint16_t ns, std::string_view key);
-  StatusOr<bool> Exists(uint16_t ns, std::string_view key);
+  StatusOr<std::optional<Metadata>> Get(const Scope& scope, uint16_t ns, std::string_view key);
+  StatusOr<bool> Exists(const Scope& scope, uint16_t ns, std::string_view key);
   StatusOr<bool> Delete(uint16_t ns, std::string_view key);
   // Sets the absolute expiry (0 = persist). false when the key is absent.
   StatusOr<bool> SetExpire(uint16_t ns, std::string_view key, uint64_t expire_ms);
@@ -117,7 +110,7 @@ class Db {
   StatusOr<std::vector<std::string>> KeysInSlot(uint16_t ns, uint16_t slot, uint64_t limit);
   // Bytes a key takes in the database: metadata plus pages (exact for filters of up to 4096
   // pages, RocksDB's estimate of the key range beyond that).
-  StatusOr<uint64_t> DiskUsage(uint16_t ns, std::string_view key);
+  StatusOr<uint64_t> DiskUsage(const Scope& scope, uint16_t ns, std::string_view key);
 
   // Strings (enough of them for WRONGTYPE checks and simple use).
   Status SetString(uint16_t ns, std::string_view key, std::string_view value, uint64_t expire_ms,
@@ -125,30 +118,32 @@ class Db {
 
   // ---- cuckoo filters --------------------------------------------------------------------------
   // kExists: "ERR item exists"; kWrongType; kInvalid: creation impossible (too large).
-  Status CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
+  Status CfReserve(const Scope& scope, uint16_t ns, std::string_view key, const ReserveArgs& args,
                    const CfSettings& settings);
-  // no_create: kNotFound when absent. capacity 0 = settings.initial_capacity.
-  StatusOr<InsertOutcome> CfInsert(uint16_t ns, std::string_view key,
-                                   const std::vector<std::string_view>& items, bool nx,
-                                   bool no_create, uint64_t capacity, const CfSettings& settings);
+  // See InsertOptions (no_create: kNotFound when absent).
+  StatusOr<InsertOutcome> CfInsert(const Scope& scope, uint16_t ns, std::string_view key,
+                                   const std::vector<std::string_view>& items,
+                                   const InsertOptions& options, const CfSettings& settings);
   // Per item: exists (0/1) or count. Missing key or another type: all zero.
-  StatusOr<std::vector<uint64_t>> CfLookup(uint16_t ns, std::string_view key,
+  StatusOr<std::vector<uint64_t>> CfLookup(const Scope& scope, uint16_t ns, std::string_view key,
                                            const std::vector<std::string_view>& items, bool count);
   // kNotFound for a missing key or another type.
-  StatusOr<bool> CfDelete(uint16_t ns, std::string_view key, std::string_view item,
-                          const CfSettings& settings);
-  Status CfCompact(uint16_t ns, std::string_view key, const CfSettings& settings);
+  StatusOr<bool> CfDelete(const Scope& scope, uint16_t ns, std::string_view key,
+                          std::string_view item, const CfSettings& settings);
+  Status CfCompact(const Scope& scope, uint16_t ns, std::string_view key,
+                   const CfSettings& settings);
   // Metadata of a filter: kNotFound / kWrongType.
-  StatusOr<Metadata> CfInfo(uint16_t ns, std::string_view key);
-  StatusOr<ScanDumpChunk> CfScanDump(uint16_t ns, std::string_view key, int64_t iter);
+  StatusOr<Metadata> CfInfo(const Scope& scope, uint16_t ns, std::string_view key);
+  StatusOr<ScanDumpChunk> CfScanDump(const Scope& scope, uint16_t ns, std::string_view key,
+                                     int64_t iter);
   // iter == 1: header (kExists / kWrongType / kInvalid "Invalid header" / "Couldn't create
   // filter!"); else a chunk (kNotFound / kWrongType / kInvalid "Couldn't load chunk!").
-  Status CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::string_view data,
-                     const CfSettings& settings);
+  Status CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, int64_t iter,
+                     std::string_view data, const CfSettings& settings);
 
   // ---- DUMP / RESTORE (dump_store.cc) ----------------------------------------------------------
   // The DUMP payload of a key (nullopt when absent), read through one snapshot.
-  StatusOr<std::optional<std::string>> Dump(uint16_t ns, std::string_view key);
+  StatusOr<std::optional<std::string>> Dump(const Scope& scope, uint16_t ns, std::string_view key);
   // Stores the value of a parsed payload (core::rdb::ParsePayload) under key, replacing what is
   // there, with expiry expire_ms (0 = none), in one write batch; a filter gets a new version.
   // An expiry already past only checks the value and deletes the old key. Returns whether the
@@ -164,7 +159,8 @@ class Db {
     Metadata meta;
     std::string page_prefix;  // filters only
   };
-  StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const rocksdb::ReadOptions& ro, uint16_t ns,
+  StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const Scope& scope,
+                                                       const rocksdb::ReadOptions& ro, uint16_t ns,
                                                        std::string_view key);
 
   // ---- COPY / MOVE (dump_store.cc) -------------------------------------------------------------
@@ -212,8 +208,8 @@ class Db {
   MemCache& cache() { return mem_; }
 
  private:
-  StatusOr<std::optional<Metadata>> GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
-                                            std::string_view key);
+  StatusOr<std::optional<Metadata>> GetWith(const Scope& scope, const rocksdb::ReadOptions& ro,
+                                            uint16_t ns, std::string_view key);
   std::string PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const;
   // CfLookup when every candidate page is in the in-memory cache (the caller holds the key's
   // stripe shared and has a MemCache::ReadSection open): the answers go to *out without a page
@@ -231,16 +227,16 @@ class Db {
   };
   // Writes the batch; on success publishes the pages of `pages` (may be null) and the metadata
   // changes to the in-memory cache.
-  // With a WriteGroup open on this thread (storage/write_group.h), that group is committed
-  // first.
-  Status Commit(rocksdb::WriteBatch* batch, class PageCache* pages,
+  // With a write group in the scope (storage/write_group.h), that group is committed first.
+  Status Commit(const Scope& scope, rocksdb::WriteBatch* batch, class PageCache* pages,
                 std::initializer_list<MetaChange> metas);
   // Adds to `batch` the removal of the rename alias of `old` (a filter renamed away from the
   // name its pages are stored under), for a write that deletes or replaces that filter.
   void DropAlias(rocksdb::WriteBatch* batch, uint16_t ns, const Metadata& old);
   // Commits a filter write: the dirty pages of `cache` (may be null) and the new metadata, in
-  // one batch, or into the WriteGroup open on this thread for this Db.
-  Status CommitFilter(class PageCache* cache, const std::string& meta_key, const Metadata& meta);
+  // one batch, or into the scope's write group.
+  Status CommitFilter(const Scope& scope, class PageCache* cache, const std::string& meta_key,
+                      const Metadata& meta);
 
   // ApplyReplicated: before a batch is written, pins the versions of its pages that come without
   // their metadata (replica_pins_); once it is stored, unpins those whose metadata it wrote.

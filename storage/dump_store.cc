@@ -138,11 +138,12 @@ class PageWriter {
 
 }  // namespace
 
-StatusOr<std::optional<std::string>> Db::Dump(uint16_t ns, std::string_view key) {
+StatusOr<std::optional<std::string>> Db::Dump(const Scope& scope, uint16_t ns,
+                                              std::string_view key) {
   SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
-  auto m = GetWith(ro, ns, key);
+  auto m = GetWith(scope, ro, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -171,7 +172,7 @@ StatusOr<std::optional<std::string>> Db::Dump(uint16_t ns, std::string_view key)
 
 StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& payload,
                            uint64_t expire_ms, const CfSettings& settings) {
-  auto old = Get(ns, key);
+  auto old = Get(kAlone, ns, key);
   if (!old.ok()) {
     return old.status();
   }
@@ -240,10 +241,10 @@ StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::P
       return false;
     }
     (void)batch.Delete(engine_->metadata_cf(), mk);
-    s = Commit(&batch, nullptr, {{mk, nullptr}});
+    s = Commit(kAlone, &batch, nullptr, {{mk, nullptr}});
   } else {
     (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
-    s = Commit(&batch, nullptr, {{mk, &meta}});
+    s = Commit(kAlone, &batch, nullptr, {{mk, &meta}});
   }
   if (!s.ok()) {
     return s;
@@ -273,14 +274,14 @@ StatusOr<bool> Db::CopyValue(uint16_t src_ns, std::string_view src, uint16_t dst
   SnapshotHolder snap(engine_);
   rocksdb::ReadOptions ro;
   ro.snapshot = snap.get();
-  auto m = GetWith(ro, src_ns, src);
+  auto m = GetWith(kAlone, ro, src_ns, src);
   if (!m.ok()) {
     return m.status();
   }
   if (!m->has_value()) {
     return false;
   }
-  auto old = GetWith(ro, dst_ns, dst);
+  auto old = GetWith(kAlone, ro, dst_ns, dst);
   if (!old.ok()) {
     return old.status();
   }
@@ -334,9 +335,9 @@ StatusOr<bool> Db::CopyValue(uint16_t src_ns, std::string_view src, uint16_t dst
   if (move) {
     (void)batch.Delete(engine_->metadata_cf(), src_key);
     DropAlias(&batch, src_ns, from);
-    s = Commit(&batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
+    s = Commit(kAlone, &batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
   } else {
-    s = Commit(&batch, nullptr, {{dst_key, &meta}});
+    s = Commit(kAlone, &batch, nullptr, {{dst_key, &meta}});
   }
   if (!s.ok()) {
     return s;

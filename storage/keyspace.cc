@@ -130,20 +130,6 @@ bool GlobMatch(std::string_view pattern, std::string_view text, bool nocase) {
                        text.data() + text.size(), nocase, 0);
 }
 
-namespace {
-thread_local bool t_uncached_reads = false;
-}  // namespace
-
-UncachedReads::UncachedReads() : previous_(t_uncached_reads) {
-  t_uncached_reads = true;
-}
-UncachedReads::~UncachedReads() {
-  t_uncached_reads = previous_;
-}
-bool UncachedReads::active() {
-  return t_uncached_reads;
-}
-
 Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
     : engine_(engine),
       ns_of_db_(new std::atomic<uint16_t>[kNamespaces]),
@@ -249,7 +235,7 @@ Status Db::SwapDatabases(uint16_t a, uint16_t b) {
   } else {
     (void)batch.Put(engine_->default_cf(), std::string(kDbMapKey), record);
   }
-  auto s = Commit(&batch, nullptr, {});
+  auto s = Commit(kAlone, &batch, nullptr, {});
   if (!s.ok()) {
     return s;
   }
@@ -260,11 +246,11 @@ Status Db::SwapDatabases(uint16_t a, uint16_t b) {
   return Status::Ok();
 }
 
-Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,
+Status Db::Commit(const Scope& scope, rocksdb::WriteBatch* batch, PageCache* pages,
                   std::initializer_list<MetaChange> metas) {
-  if (auto* group = WriteGroup::For(&mem_)) {
+  if (scope.group != nullptr) {
     // Earlier changes reach RocksDB first.
-    if (auto s = group->Commit(); !s.ok()) {
+    if (auto s = scope.group->Commit(); !s.ok()) {
       return s;
     }
   }
@@ -282,15 +268,15 @@ Status Db::Commit(rocksdb::WriteBatch* batch, PageCache* pages,
   return Status::Ok();
 }
 
-StatusOr<std::optional<Metadata>> Db::GetWith(const rocksdb::ReadOptions& ro, uint16_t ns,
-                                              std::string_view key) {
+StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb::ReadOptions& ro,
+                                              uint16_t ns, std::string_view key) {
   std::string raw;
   const std::string mk = EncodeMetaKey(ns, key);
   std::optional<std::string> cached;
-  const bool use_cache = ro.snapshot == nullptr && !UncachedReads::active();
+  const bool use_cache = ro.snapshot == nullptr && !scope.snapshot_reads();
   const std::string ck = use_cache ? MetaCacheKey(mk) : std::string();
   MemCache::Value grouped;
-  if (auto* group = use_cache ? WriteGroup::For(&mem_) : nullptr;
+  if (auto* group = use_cache ? scope.group : nullptr;
       group != nullptr && group->Lookup(ck, &grouped)) {
     // Written by an earlier command of this thread's write group.
     if (!grouped) {
@@ -346,7 +332,8 @@ thread_local std::string t_meta_cache_key;
 
 }  // namespace
 
-StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::ReadOptions& ro,
+StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
+                                                             const rocksdb::ReadOptions& ro,
                                                              uint16_t ns, std::string_view key) {
   using ViewPtr = std::shared_ptr<const MetaView>;
   auto make_view = [&](std::string_view raw) -> StatusOr<ViewPtr> {
@@ -367,7 +354,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
     }
     return view;
   };
-  if (ro.snapshot != nullptr || UncachedReads::active()) {
+  if (ro.snapshot != nullptr || scope.snapshot_reads()) {
     std::string raw;
     if (ro.snapshot == nullptr) {
       engine_->Settle();
@@ -386,7 +373,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
   ck.assign(1, 'm');
   AppendMetaKey(&ck, ns, key);
   MemCache::Value raw;
-  if (auto* group = WriteGroup::For(&mem_); group != nullptr && group->Lookup(ck, &raw)) {
+  if (auto* group = scope.group; group != nullptr && group->Lookup(ck, &raw)) {
     // Written by an earlier command of this thread's write group (not in the cache yet).
     if (!raw) {
       return ViewPtr();
@@ -426,12 +413,12 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const rocksdb::Read
   return live(std::move(view));
 }
 
-StatusOr<std::optional<Metadata>> Db::Get(uint16_t ns, std::string_view key) {
-  return GetWith(rocksdb::ReadOptions(), ns, key);
+StatusOr<std::optional<Metadata>> Db::Get(const Scope& scope, uint16_t ns, std::string_view key) {
+  return GetWith(scope, rocksdb::ReadOptions(), ns, key);
 }
 
-StatusOr<bool> Db::Exists(uint16_t ns, std::string_view key) {
-  auto m = Get(ns, key);
+StatusOr<bool> Db::Exists(const Scope& scope, uint16_t ns, std::string_view key) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -439,7 +426,7 @@ StatusOr<bool> Db::Exists(uint16_t ns, std::string_view key) {
 }
 
 StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
-  auto m = Get(ns, key);
+  auto m = Get(kAlone, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -451,7 +438,7 @@ StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
   const std::string mk = EncodeMetaKey(ns, key);
   (void)batch.Delete(engine_->metadata_cf(), mk);
   DropAlias(&batch, ns, **m);
-  auto s = Commit(&batch, nullptr, {{mk, nullptr}});
+  auto s = Commit(kAlone, &batch, nullptr, {{mk, nullptr}});
   if (!s.ok()) {
     return s;
   }
@@ -459,7 +446,7 @@ StatusOr<bool> Db::Delete(uint16_t ns, std::string_view key) {
 }
 
 StatusOr<bool> Db::SetExpire(uint16_t ns, std::string_view key, uint64_t expire_ms) {
-  auto m = Get(ns, key);
+  auto m = Get(kAlone, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -471,7 +458,7 @@ StatusOr<bool> Db::SetExpire(uint16_t ns, std::string_view key, uint64_t expire_
   rocksdb::WriteBatch batch;
   const std::string mk = EncodeMetaKey(ns, key);
   (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
-  auto s = Commit(&batch, nullptr, {{mk, &meta}});
+  auto s = Commit(kAlone, &batch, nullptr, {{mk, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -483,7 +470,7 @@ StatusOr<bool> Db::Expire(uint16_t ns, std::string_view key) {
 }
 
 StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view dst, bool nx) {
-  auto m = Get(ns, src);
+  auto m = Get(kAlone, ns, src);
   if (!m.ok()) {
     return m.status();
   }
@@ -493,7 +480,7 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
   if (src == dst) {
     return !nx;
   }
-  auto replaced = Get(ns, dst);
+  auto replaced = Get(kAlone, ns, dst);
   if (!replaced.ok()) {
     return replaced.status();
   }
@@ -521,7 +508,7 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
   const std::string dst_key = EncodeMetaKey(ns, dst);
   (void)batch.Delete(engine_->metadata_cf(), src_key);
   (void)batch.Put(engine_->metadata_cf(), dst_key, EncodeMetadata(meta));
-  auto s = Commit(&batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
+  auto s = Commit(kAlone, &batch, nullptr, {{src_key, nullptr}, {dst_key, &meta}});
   if (!s.ok()) {
     return s;
   }
@@ -764,8 +751,8 @@ StatusOr<uint64_t> Db::CountKeysInSlot(uint16_t ns, uint16_t slot) {
   return n;
 }
 
-StatusOr<uint64_t> Db::DiskUsage(uint16_t ns, std::string_view key) {
-  auto m = Get(ns, key);
+StatusOr<uint64_t> Db::DiskUsage(const Scope& scope, uint16_t ns, std::string_view key) {
+  auto m = Get(scope, ns, key);
   if (!m.ok()) {
     return m.status();
   }
@@ -809,7 +796,7 @@ Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, 
   meta.value = std::string(value);
   meta.size = value.size();
   meta.expire_ms = expire_ms;
-  auto old = Get(ns, key);
+  auto old = Get(kAlone, ns, key);
   if (!old.ok()) {
     return old.status();
   }
@@ -822,7 +809,7 @@ Status Db::SetString(uint16_t ns, std::string_view key, std::string_view value, 
   }
   const std::string mk = EncodeMetaKey(ns, key);
   (void)batch.Put(engine_->metadata_cf(), mk, EncodeMetadata(meta));
-  return Commit(&batch, nullptr, {{mk, &meta}});
+  return Commit(kAlone, &batch, nullptr, {{mk, &meta}});
 }
 
 }  // namespace cuckood::storage

@@ -18,15 +18,17 @@ constexpr uint32_t kSkipScanMin = 32;  // cf-max-expansions' default: longer cha
 }  // namespace
 
 PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
-                     const core::FilterMeta* meta, uint32_t page_size, MemCache* mem)
-    : PageCache(engine, snapshot, static_cast<const std::string*>(nullptr), meta, page_size, mem) {
+                     const core::FilterMeta* meta, uint32_t page_size, MemCache* mem,
+                     WriteGroup* group)
+    : PageCache(engine, snapshot, static_cast<const std::string*>(nullptr), meta, page_size, mem,
+                group) {
   prefix_owned_ = std::move(page_prefix);
   prefix_ = prefix_owned_;
 }
 
 PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot,
                      const std::string* page_prefix, const core::FilterMeta* meta,
-                     uint32_t page_size, MemCache* mem)
+                     uint32_t page_size, MemCache* mem, WriteGroup* group)
     : engine_(engine),
       snapshot_(snapshot),
       prefix_(page_prefix != nullptr ? std::string_view(*page_prefix) : std::string_view()),
@@ -34,7 +36,7 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot,
       geo_(page_size, meta->bucket_size),
       mem_(snapshot == nullptr ? mem : nullptr),
       fill_block_cache_(mem == nullptr || mem->capacity() == 0),
-      group_(WriteGroup::For(mem_)) {}
+      group_(mem_ != nullptr ? group : nullptr) {}
 
 std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
   if (key_buf_.empty()) {

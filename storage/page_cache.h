@@ -34,11 +34,15 @@ class PageCache final : public core::BucketAccess {
   // meta must outlive the cache; core functions may grow meta.num_filters meanwhile.
   // mem (optional) is the shared in-memory cache: pages are looked up there first, and the
   // pages of committed batches are published to it (Publish). Not used with a snapshot.
+  // group (optional, with mem only): the write group of the command's scope (storage/scope.h):
+  // its uncommitted pages are read first, and a writer's changes go into it (AddDirty).
   PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, std::string page_prefix,
-            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr);
+            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr,
+            class WriteGroup* group = nullptr);
   // The same with a page prefix that outlives the cache (not copied).
   PageCache(Engine* engine, const rocksdb::Snapshot* snapshot, const std::string* page_prefix,
-            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr);
+            const core::FilterMeta* meta, uint32_t page_size, MemCache* mem = nullptr,
+            class WriteGroup* group = nullptr);
   ~PageCache() override;
 
   // Loads the candidate pages of these items in every sub-filter, in one MultiGet (which reads
@@ -186,7 +190,7 @@ class PageCache final : public core::BucketAccess {
   // insertions and evictions, and lookups of filters larger than memory got slower); nor for a
   // snapshot reader of such a server (SCANDUMP, lookups while CF.COMPACT holds the key).
   bool fill_block_cache_;
-  class WriteGroup* group_;  // open on this thread for this cache (writers only), or nullptr
+  class WriteGroup* group_;  // the scope's write group (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
   MemCache::Value zeros_;  // Zeros() of the full page length
   std::string key_buf_;    // CacheKeyOf's buffer

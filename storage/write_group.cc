@@ -7,11 +7,6 @@
 #include "storage/page_merge.h"
 
 namespace cuckood::storage {
-namespace {
-
-thread_local WriteGroup* t_group = nullptr;
-
-}  // namespace
 
 bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
                   const std::string* before, const std::string* after, bool whole) {
@@ -35,9 +30,7 @@ bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, s
 }
 
 WriteGroup::WriteGroup(Engine* engine, MemCache* mem)
-    : engine_(engine), mem_(mem), previous_(t_group), generation_(engine->generation()) {
-  t_group = this;
-}
+    : engine_(engine), mem_(mem), generation_(engine->generation()) {}
 
 WriteGroup::~WriteGroup() {
   if (pending_.ticket != 0) {         // sealed and queued, not yet waited for
@@ -47,11 +40,6 @@ WriteGroup::~WriteGroup() {
     }
   }
   Abandon();
-  t_group = previous_;
-}
-
-WriteGroup* WriteGroup::Current() {
-  return t_group;
 }
 
 bool WriteGroup::PointerSet::contains(const void* p) const {

@@ -1,13 +1,14 @@
 // Group commit: one RocksDB write for the filter writes of several commands.
 //
-// While a WriteGroup is open on a thread, the cuckoo filter writes Db runs on that thread
-// (CfReserve, CfInsert, CfDelete) do not each write a RocksDB batch. Their changed pages and
-// metadata are collected here instead: a page changed by several commands is kept once, with its
-// stored state from before the group and its newest bytes. The new values go to the in-memory
-// cache at once, so the next command of the group sees them, and reads on this thread look here
-// first (the cache may evict an entry meanwhile). Commit() then writes the whole group in one
-// atomic RocksDB write: one WAL append (one sync with appendfsync always), a metadata record and
-// a page written once however many commands of the group changed them.
+// A WriteGroup is handed to the storage calls of each command that joins it, in the command's
+// scope (storage/scope.h, Scope::group). The cuckoo filter writes of such a scope (CfReserve,
+// CfInsert, CfDelete) do not each write a RocksDB batch. Their changed pages and metadata are
+// collected here instead: a page changed by several commands is kept once, with its stored state
+// from before the group and its newest bytes. The new values go to the in-memory cache at once,
+// so the next command of the group sees them, and reads of a scope with the group look here first
+// (the cache may evict an entry meanwhile). Commit() then writes the whole group in one atomic
+// RocksDB write: one WAL append (one sync with appendfsync always), a metadata record and a page
+// written once however many commands of the group changed them.
 //
 // The caller's contract: it holds the stripe locks of every key a grouped command touched until
 // Seal() (or Commit()) has queued the group's write (Engine::Submit: writes are stored in the
@@ -15,8 +16,9 @@
 // the two it may release the locks: the next writer of those keys then works on the group's
 // values in the in-memory cache while the group is being written. A failed Commit() leaves
 // nothing of the group in RocksDB and drops its entries from the in-memory cache; every grouped
-// command must then answer that error. Other writes on a thread with an open group first commit
-// the group (Db::Commit), so RocksDB always receives changes in the order they were made.
+// command must then answer that error. Other writes of a scope with the group first commit it
+// (Db::Commit), and the caller commits the group before it runs any command outside the group,
+// so RocksDB always receives changes in the order they were made.
 #pragma once
 
 #include <rocksdb/write_batch.h>
@@ -37,20 +39,12 @@ namespace cuckood::storage {
 
 class WriteGroup {
  public:
-  // Opens the group on this thread (groups do not nest).
+  // An empty group for the writes of one Db (its engine and in-memory cache).
   WriteGroup(Engine* engine, MemCache* mem);
   // Whatever is not committed is abandoned, as by a failed Commit().
   ~WriteGroup();
   WriteGroup(const WriteGroup&) = delete;
   WriteGroup& operator=(const WriteGroup&) = delete;
-
-  // The group open on this thread, or nullptr.
-  static WriteGroup* Current();
-  // The group open on this thread if it is for this in-memory cache (of one Db), or nullptr.
-  static WriteGroup* For(const MemCache* mem) {
-    WriteGroup* g = Current();
-    return g != nullptr && mem != nullptr && g->mem_ == mem ? g : nullptr;
-  }
 
   // Writes every change collected so far in one RocksDB write and starts an empty group. After
   // a failure (of this write or an earlier one, see Fail) it returns that error until the group
@@ -103,7 +97,6 @@ class WriteGroup {
 
   Engine* engine_;
   MemCache* mem_;
-  WriteGroup* previous_;
   std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
   std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
   // A set of pointers in one array (open addressing, linear probing): asked for every page a

@@ -97,7 +97,7 @@ void CfReserve(CommandContext& ctx) {
   args.bucket_size = static_cast<uint16_t>(o.bucket_size);
   args.max_iterations = static_cast<uint16_t>(o.max_iterations);
   args.expansion = static_cast<uint16_t>(o.expansion);
-  auto s = ctx.server.db().CfReserve(ctx.ns, ctx.argv[1], args, settings);
+  auto s = ctx.server.db().CfReserve(ctx.scope, ctx.ns, ctx.argv[1], args, settings);
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -109,7 +109,8 @@ void CfReserve(CommandContext& ctx) {
 void CfAddCommon(CommandContext& ctx, bool nx) {
   auto settings = ctx.server.cf_settings();
   std::vector<std::string_view> items{ctx.argv[2]};
-  auto r = ctx.server.db().CfInsert(ctx.ns, ctx.argv[1], items, nx, false, 0, settings);
+  const storage::InsertOptions options{.nx = nx};
+  auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, ctx.argv[1], items, options, settings);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -144,8 +145,7 @@ void CfAddNx(CommandContext& ctx) {
 void CfInsertCommon(CommandContext& ctx, bool nx) {
   const Argv& argv = ctx.argv;
   const std::string name = nx ? "cf.insertnx" : "cf.insert";
-  uint64_t capacity = 0;
-  bool no_create = false;
+  storage::InsertOptions options{.nx = nx};
   size_t items_at = 0;
   // RedisBloom looks only at the first letter of each option word.
   for (size_t i = 2; i < argv.size();) {
@@ -164,10 +164,10 @@ void CfInsertCommon(CommandContext& ctx, bool nx) {
         ctx.out.Error(kCapacityTooSmall);
         return;
       }
-      capacity = static_cast<uint64_t>(*cap);
+      options.capacity = static_cast<uint64_t>(*cap);
       i += 2;
     } else if (c == 'n') {
-      no_create = true;
+      options.no_create = true;
       ++i;
     } else if (c == 'i') {
       items_at = i + 1;
@@ -183,7 +183,7 @@ void CfInsertCommon(CommandContext& ctx, bool nx) {
   }
   std::vector<std::string_view> items(argv.begin() + static_cast<std::ptrdiff_t>(items_at),
                                       argv.end());
-  auto r = ctx.server.db().CfInsert(ctx.ns, argv[1], items, nx, no_create, capacity,
+  auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, argv[1], items, options,
                                     ctx.server.cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
@@ -219,7 +219,7 @@ void CfInsertNx(CommandContext& ctx) {
 
 void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
   std::vector<std::string_view> items(ctx.argv.begin() + 2, ctx.argv.end());
-  auto r = ctx.server.db().CfLookup(ctx.ns, ctx.argv[1], items, count);
+  auto r = ctx.server.db().CfLookup(ctx.scope, ctx.ns, ctx.argv[1], items, count);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -247,7 +247,8 @@ void CfCount(CommandContext& ctx) {
 }
 
 void CfDel(CommandContext& ctx) {
-  auto r = ctx.server.db().CfDelete(ctx.ns, ctx.argv[1], ctx.argv[2], ctx.server.cf_settings());
+  auto r = ctx.server.db().CfDelete(ctx.scope, ctx.ns, ctx.argv[1], ctx.argv[2],
+                                    ctx.server.cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -256,7 +257,7 @@ void CfDel(CommandContext& ctx) {
 }
 
 void CfCompact(CommandContext& ctx) {
-  auto s = ctx.server.db().CfCompact(ctx.ns, ctx.argv[1], ctx.server.cf_settings());
+  auto s = ctx.server.db().CfCompact(ctx.scope, ctx.ns, ctx.argv[1], ctx.server.cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -265,7 +266,7 @@ void CfCompact(CommandContext& ctx) {
 }
 
 void CfInfo(CommandContext& ctx) {
-  auto m = ctx.server.db().CfInfo(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().CfInfo(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -287,7 +288,7 @@ void CfInfo(CommandContext& ctx) {
 }
 
 void CfDebug(CommandContext& ctx) {
-  auto m = ctx.server.db().CfInfo(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().CfInfo(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -305,7 +306,7 @@ void CfScanDump(CommandContext& ctx) {
     ctx.out.Error(kInvalidPosition);
     return;
   }
-  auto r = ctx.server.db().CfScanDump(ctx.ns, ctx.argv[1], *iter);
+  auto r = ctx.server.db().CfScanDump(ctx.scope, ctx.ns, ctx.argv[1], *iter);
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -325,7 +326,7 @@ void CfLoadChunk(CommandContext& ctx) {
     ctx.out.Error(kInvalidPosition);
     return;
   }
-  auto s = ctx.server.db().CfLoadChunk(ctx.ns, ctx.argv[1], *iter, ctx.argv[3],
+  auto s = ctx.server.db().CfLoadChunk(ctx.scope, ctx.ns, ctx.argv[1], *iter, ctx.argv[3],
                                        ctx.server.cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);

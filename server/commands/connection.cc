@@ -104,7 +104,7 @@ void ResetCommand(CommandContext& ctx) {
   c.in_multi = false;
   c.multi_dirty = false;
   c.queued.clear();
-  ctx.server.UnwatchAll(c);
+  ctx.server.watches().UnwatchAll(c);
   ctx.server.pubsub().UnsubscribeAll(c);  // (no unsubscribe replies, as in Redis)
   c.db = 0;
   c.proto = 2;

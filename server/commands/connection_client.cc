@@ -71,7 +71,7 @@ std::string ConnectionLine(std::string line) {
 std::string OwnLine(CommandContext& ctx, std::string_view cmd) {
   const Client& c = ctx.client;
   std::string base;
-  for (const auto& conn : ctx.server.Connections()) {
+  for (const auto& conn : ctx.server.clients().All()) {
     if (conn->id() == c.id) {
       base = conn->Describe();
       break;
@@ -167,7 +167,7 @@ void ClientListCommand(CommandContext& ctx) {
       ctx.out.Error("ERR Unknown client type '" + std::string(ctx.argv[3]) + "'");
       return;
     }
-    for (const auto& conn : ctx.server.Connections()) {
+    for (const auto& conn : ctx.server.clients().All()) {
       if (KindOf(ctx, conn) == *type) {
         text += LineFor(ctx, conn, "client|list");
       }
@@ -182,7 +182,7 @@ void ClientListCommand(CommandContext& ctx) {
       }
       ids.push_back(*id);
     }
-    const auto conns = ctx.server.Connections();
+    const auto conns = ctx.server.clients().All();
     for (int64_t id : ids) {
       for (const auto& conn : conns) {
         if (static_cast<int64_t>(conn->id()) == id) {
@@ -194,7 +194,7 @@ void ClientListCommand(CommandContext& ctx) {
     ctx.out.Error(kSyntaxError);
     return;
   } else {
-    for (const auto& conn : ctx.server.Connections()) {
+    for (const auto& conn : ctx.server.clients().All()) {
       text += LineFor(ctx, conn, "client|list");
     }
   }
@@ -275,7 +275,7 @@ void ClientKillCommand(CommandContext& ctx) {
     return;
   }
   int64_t killed = 0;
-  for (const auto& conn : ctx.server.Connections()) {
+  for (const auto& conn : ctx.server.clients().All()) {
     const bool self = conn->id() == ctx.client.id;
     if ((f.type && KindOf(ctx, conn) != *f.type) || (f.id != 0 && conn->id() != f.id) ||
         (f.addr && conn->addr() != *f.addr) || (f.laddr && conn->laddr() != *f.laddr) ||
@@ -371,12 +371,13 @@ void ClientPauseCommand(CommandContext& ctx) {
   }
   // (a pause of years is as good as forever; the clamp keeps the clock arithmetic in range)
   const int64_t capped = std::min<int64_t>(*ms, int64_t{1} << 40);
-  ctx.server.Pause(std::chrono::steady_clock::now() + std::chrono::milliseconds(capped), all);
+  ctx.server.dispatcher().Pause(
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(capped), all);
   ctx.out.SimpleString("OK");
 }
 
 void ClientUnpauseCommand(CommandContext& ctx) {
-  ctx.server.Unpause();
+  ctx.server.dispatcher().Unpause();
   ctx.out.SimpleString("OK");
 }
 

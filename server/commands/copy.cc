@@ -88,7 +88,7 @@ void CopyCommand(CommandContext& ctx) {
     if (dst_db == ctx.client.db) {
       ctx.Modified(argv[2]);
     } else {
-      ctx.server.TouchKeys(dst_db, {argv[2]});
+      ctx.server.watches().Touch(dst_db, {argv[2]});
     }
   }
   ctx.out.Integer(*r ? 1 : 0);
@@ -122,7 +122,7 @@ void MoveCommand(CommandContext& ctx) {
   }
   if (*r) {
     ctx.Modified(ctx.argv[1]);
-    ctx.server.TouchKeys(dst_db, {ctx.argv[1]});
+    ctx.server.watches().Touch(dst_db, {ctx.argv[1]});
   }
   ctx.out.Integer(*r ? 1 : 0);
 }
@@ -155,10 +155,10 @@ void SwapDbCommand(CommandContext& ctx) {
   const uint16_t ns_b = db.Namespace(db_b);
   std::vector<std::pair<uint16_t, std::string>> touched;
   for (uint16_t watched_db : {db_a, db_b}) {
-    for (auto& key : ctx.server.WatchedKeys(watched_db)) {
+    for (auto& key : ctx.server.watches().Keys(watched_db)) {
       bool exists = false;
       for (uint16_t ns : {ns_a, ns_b}) {
-        auto r = db.Exists(ns, key);
+        auto r = db.Exists(storage::kAlone, ns, key);
         exists = exists || !r.ok() || *r;  // (an error touches: a false alarm is safe)
       }
       if (exists) {
@@ -175,7 +175,7 @@ void SwapDbCommand(CommandContext& ctx) {
     return;
   }
   for (const auto& [watched_db, key] : touched) {
-    ctx.server.TouchKeys(watched_db, {key});
+    ctx.server.watches().Touch(watched_db, {key});
   }
   ctx.out.SimpleString("OK");
 }

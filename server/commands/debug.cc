@@ -65,7 +65,7 @@ void DebugSleep(CommandContext& ctx) {
 }
 
 void DebugReload(CommandContext& ctx) {
-  if (!ctx.server.background().get_executor().running_in_this_thread()) {
+  if (!ctx.server.background().pool().get_executor().running_in_this_thread()) {
     ctx.out.Error(kReloadInline);  // (an io thread cannot park itself)
     return;
   }
@@ -82,9 +82,9 @@ void DebugReload(CommandContext& ctx) {
   std::atomic<bool> cancel{false};
   // ReopenDatabase waits for the background pool to be idle: this command is not counted while
   // it waits.
-  ctx.server.BackgroundEnd();
+  ctx.server.background().End();
   auto s = ctx.server.ReopenDatabase(nullptr, cancel);
-  ctx.server.BackgroundBegin();
+  ctx.server.background().Begin();
   if (!s.ok()) {
     ctx.out.Error(std::string(kReloadFailed) + s.message());
     return;
@@ -95,7 +95,7 @@ void DebugReload(CommandContext& ctx) {
 // Redis's line, with cuckood's values: the key's version stands for the value's address, the
 // serialized length is the bytes the key takes in RocksDB, and no access clock is kept.
 void DebugObject(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[2]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[2]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -107,7 +107,7 @@ void DebugObject(CommandContext& ctx) {
   const storage::Metadata& meta = **m;
   uint64_t length = meta.value.size();
   if (meta.type != storage::KeyType::kString) {
-    auto usage = ctx.server.db().DiskUsage(ctx.ns, ctx.argv[2]);
+    auto usage = ctx.server.db().DiskUsage(ctx.scope, ctx.ns, ctx.argv[2]);
     if (!usage.ok()) {
       ReplyStatusError(ctx.out, usage.status());
       return;

@@ -23,7 +23,7 @@ constexpr std::string_view kBadFreq = "ERR Invalid FREQ value, must be >= 0 and 
 constexpr int64_t kMaxFreq = 255;
 
 void Dump(CommandContext& ctx) {
-  auto payload = ctx.server.db().Dump(ctx.ns, ctx.argv[1]);
+  auto payload = ctx.server.db().Dump(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!payload.ok()) {
     ReplyStatusError(ctx.out, payload.status());
     return;
@@ -93,7 +93,7 @@ void Restore(CommandContext& ctx) {
   auto& db = ctx.server.db();
   const std::string_view key = ctx.argv[1];
   if (!o.replace) {
-    auto exists = db.Exists(ctx.ns, key);
+    auto exists = db.Exists(ctx.scope, ctx.ns, key);
     if (!exists.ok()) {
       ReplyStatusError(ctx.out, exists.status());
       return;

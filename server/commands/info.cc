@@ -75,7 +75,7 @@ void ServerSection(Server& server, Lines& l) {
   const int64_t now_us =
       std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
   const int64_t uptime = std::chrono::duration_cast<std::chrono::seconds>(
-                             std::chrono::steady_clock::now() - server.start_time())
+                             std::chrono::steady_clock::now() - server.process().start_time)
                              .count();
   l.Add("redis_version", "7.0.15");
   l.Add("redis_git_sha1", "00000000");
@@ -91,29 +91,29 @@ void ServerSection(Server& server, Lines& l) {
                            std::to_string(__GNUC_PATCHLEVEL__));
   l.Add("process_id", static_cast<int64_t>(getpid()));
   l.Add("process_supervised", "no");
-  l.Add("run_id", server.run_id());
-  l.Add("tcp_port", server.port() != 0 ? server.port() : cfg.port);
+  l.Add("run_id", server.process().run_id);
+  l.Add("tcp_port", server.process().port != 0 ? server.process().port : cfg.port);
   l.Add("server_time_usec", now_us);
   l.Add("uptime_in_seconds", uptime);
   l.Add("uptime_in_days", uptime / 86400);
   l.Add("hz", 10);
   l.Add("configured_hz", 10);
   l.Add("lru_clock", (now_us / 1000000) & ((1 << 24) - 1));
-  l.Add("executable", server.executable());
-  l.Add("config_file", server.config_file());
+  l.Add("executable", server.process().executable);
+  l.Add("config_file", server.process().config_file);
   l.Add("io_threads_active", 0);
   l.Add("cuckood_version", "0.1.0");
-  l.Add("cuckood_io_threads", server.io_threads());
+  l.Add("cuckood_io_threads", server.process().io_threads);
 }
 
 void ClientsSection(Server& server, Lines& l) {
   uint64_t max_in = 0;
   uint64_t max_out = 0;
-  for (const auto& conn : server.Connections()) {
+  for (const auto& conn : server.clients().All()) {
     max_in = std::max<uint64_t>(max_in, conn->query_buffer());
     max_out = std::max<uint64_t>(max_out, conn->output_pending());
   }
-  l.Add("connected_clients", static_cast<uint64_t>(server.connected_clients()));
+  l.Add("connected_clients", static_cast<uint64_t>(server.clients().connected()));
   l.Add("cluster_connections", 0);
   l.Add("maxclients", server.config().maxclients);
   l.Add("client_recent_max_input_buffer", max_in);
@@ -172,7 +172,7 @@ void PersistenceSection(Server& server, Lines& l) {
   l.Add("rdb_changes_since_last_save", 0);
   l.Add("rdb_bgsave_in_progress", 0);
   l.Add("rdb_last_save_time",
-        last_save != 0 ? static_cast<int64_t>(last_save) : server.start_unix());
+        last_save != 0 ? static_cast<int64_t>(last_save) : server.process().start_unix);
   l.Add("rdb_last_bgsave_status", "ok");
   l.Add("rdb_last_bgsave_time_sec", -1);
   l.Add("rdb_current_bgsave_time_sec", -1);

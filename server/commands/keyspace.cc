@@ -63,7 +63,7 @@ void DelCommand(CommandContext& ctx) {
 void ExistsCommand(CommandContext& ctx) {
   int64_t found = 0;
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    auto r = ctx.server.db().Exists(ctx.ns, ctx.argv[i]);
+    auto r = ctx.server.db().Exists(ctx.scope, ctx.ns, ctx.argv[i]);
     if (!r.ok()) {
       ReplyStatusError(ctx.out, r.status());
       return;
@@ -75,7 +75,7 @@ void ExistsCommand(CommandContext& ctx) {
 }
 
 void TypeCommand(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -181,7 +181,7 @@ void ExpireGeneric(CommandContext& ctx, bool relative, bool seconds) {
     return;
   }
   auto& db = ctx.server.db();
-  auto m = db.Get(ctx.ns, ctx.argv[1]);
+  auto m = db.Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -237,7 +237,7 @@ void PExpireAtCommand(CommandContext& ctx) {
 // TTL (ms = false, absolute = false), PTTL, EXPIRETIME, PEXPIRETIME: -2 missing, -1 no expiry;
 // seconds are rounded to the nearest, as Redis does.
 void TtlGeneric(CommandContext& ctx, bool ms, bool absolute) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -275,7 +275,7 @@ void PExpireTimeCommand(CommandContext& ctx) {
 void PersistCommand(CommandContext& ctx) {
   ctx.NothingModified();
   auto& db = ctx.server.db();
-  auto m = db.Get(ctx.ns, ctx.argv[1]);
+  auto m = db.Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -427,7 +427,7 @@ void FlushGeneric(CommandContext& ctx, bool all) {
   auto& db = ctx.server.db();
   auto s = all ? db.FlushAll() : db.FlushDb(ctx.ns);
   // WATCHed keys are touched even if the flush failed half-way: a false alarm is safe.
-  ctx.server.TouchAll(all ? std::nullopt : std::optional<uint16_t>(ctx.client.db));
+  ctx.server.watches().TouchAll(all ? std::nullopt : std::optional<uint16_t>(ctx.client.db));
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;

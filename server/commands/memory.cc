@@ -84,7 +84,7 @@ void MemoryUsageCommand(CommandContext& ctx) {
       return;
     }
   }
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[2]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[2]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -104,7 +104,7 @@ void MemoryStatsCommand(CommandContext& ctx) {
   const ProcessMemory mem = ReadProcessMemory();
   const storage::EngineStats es = ctx.server.engine().Stats();
   uint64_t clients = 0;
-  for (const auto& conn : ctx.server.Connections()) {
+  for (const auto& conn : ctx.server.clients().All()) {
     clients += conn->query_buffer() + conn->output_pending();
   }
   const uint64_t keys = es.estimated_keys_metadata;
@@ -167,7 +167,7 @@ void MemoryHelpCommand(CommandContext& ctx) {
 
 // DISK USAGE key: approximate bytes of the key on disk and in memtables; nil when absent.
 void DiskUsageCommand(CommandContext& ctx) {
-  auto r = ctx.server.db().DiskUsage(ctx.ns, ctx.argv[2]);
+  auto r = ctx.server.db().DiskUsage(ctx.scope, ctx.ns, ctx.argv[2]);
   if (!r.ok()) {
     if (r.status().code() == storage::Code::kNotFound) {
       ctx.out.Null();

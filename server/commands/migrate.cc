@@ -227,7 +227,7 @@ void Migrate(CommandContext& ctx) {
   std::vector<Moving> moving;
   for (size_t j = 0; j < o.num_keys; ++j) {
     const std::string_view key = ctx.argv[o.first_key + j];
-    auto meta = db.Get(ns, key);
+    auto meta = db.Get(ctx.scope, ns, key);
     if (!meta.ok()) {
       ReplyStatusError(ctx.out, meta.status());
       return;
@@ -245,7 +245,7 @@ void Migrate(CommandContext& ctx) {
       }
       m.ttl_ms = std::max<int64_t>(left, 1);
     }
-    auto payload = db.Dump(ns, key);
+    auto payload = db.Dump(ctx.scope, ns, key);
     if (!payload.ok()) {
       ReplyStatusError(ctx.out, payload.status());
       return;

@@ -41,7 +41,7 @@ std::optional<int64_t> CanonicalInteger(std::string_view v) {
 
 // Looks the key up; replies nil and returns nullopt when absent (or the error on failure).
 std::optional<storage::Metadata> LookupOrNil(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[2]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[2]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return std::nullopt;
@@ -119,7 +119,7 @@ void ObjectHelpCommand(CommandContext& ctx) {
 void TouchCommand(CommandContext& ctx) {
   int64_t found = 0;
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    auto r = ctx.server.db().Exists(ctx.ns, ctx.argv[i]);
+    auto r = ctx.server.db().Exists(ctx.scope, ctx.ns, ctx.argv[i]);
     if (!r.ok()) {
       ReplyStatusError(ctx.out, r.status());
       return;

@@ -148,12 +148,12 @@ void ConfigResetStatCommand(CommandContext& ctx) {
 }
 
 void ConfigRewriteCommand(CommandContext& ctx) {
-  if (ctx.server.config_file().empty()) {
+  if (ctx.server.process().config_file.empty()) {
     ctx.out.Error("ERR The server is running without a config file");
     return;
   }
-  if (auto err = RewriteConfigFile(ctx.server.config_file(), ctx.server.config())) {
-    spdlog::warn("CONFIG REWRITE of {} failed: {}", ctx.server.config_file(), *err);
+  if (auto err = RewriteConfigFile(ctx.server.process().config_file, ctx.server.config())) {
+    spdlog::warn("CONFIG REWRITE of {} failed: {}", ctx.server.process().config_file, *err);
     ctx.out.Error("ERR Rewriting config file: " + *err);
     return;
   }
@@ -182,7 +182,7 @@ void TimeCommand(CommandContext& ctx) {
 
 void LastSaveCommand(CommandContext& ctx) {
   const uint64_t last = ctx.server.engine().last_save_unix();
-  ctx.out.Integer(last != 0 ? static_cast<int64_t>(last) : ctx.server.start_unix());
+  ctx.out.Integer(last != 0 ? static_cast<int64_t>(last) : ctx.server.process().start_unix);
 }
 
 void SaveCommand(CommandContext& ctx) {
@@ -286,7 +286,7 @@ void SlowlogGetCommand(CommandContext& ctx) {
     }
     count = *n;
   }
-  const auto entries = ctx.server.SlowlogGet(count);
+  const auto entries = ctx.server.slowlog().Get(count);
   ctx.out.ArrayHeader(static_cast<int64_t>(entries.size()));
   for (const auto& e : entries) {
     ctx.out.ArrayHeader(6);
@@ -303,11 +303,11 @@ void SlowlogGetCommand(CommandContext& ctx) {
 }
 
 void SlowlogLenCommand(CommandContext& ctx) {
-  ctx.out.Integer(static_cast<int64_t>(ctx.server.SlowlogLen()));
+  ctx.out.Integer(static_cast<int64_t>(ctx.server.slowlog().Len()));
 }
 
 void SlowlogResetCommand(CommandContext& ctx) {
-  ctx.server.SlowlogReset();
+  ctx.server.slowlog().Reset();
   ctx.out.SimpleString("OK");
 }
 

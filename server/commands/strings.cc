@@ -52,7 +52,7 @@ void Set(CommandContext& ctx) {
       return;
     }
   }
-  auto old = ctx.server.db().Get(ctx.ns, argv[1]);
+  auto old = ctx.server.db().Get(ctx.scope, ctx.ns, argv[1]);
   if (!old.ok()) {
     ReplyStatusError(ctx.out, old.status());
     return;
@@ -88,7 +88,7 @@ void Set(CommandContext& ctx) {
 }
 
 void Get(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;
@@ -107,7 +107,7 @@ void Get(CommandContext& ctx) {
 }
 
 void StrLen(CommandContext& ctx) {
-  auto m = ctx.server.db().Get(ctx.ns, ctx.argv[1]);
+  auto m = ctx.server.db().Get(ctx.scope, ctx.ns, ctx.argv[1]);
   if (!m.ok()) {
     ReplyStatusError(ctx.out, m.status());
     return;

@@ -12,7 +12,7 @@ void ResetMulti(Server& server, Client& c) {
   c.in_multi = false;
   c.multi_dirty = false;
   c.queued.clear();
-  server.UnwatchAll(c);
+  server.watches().UnwatchAll(c);
 }
 
 void Multi(CommandContext& ctx) {
@@ -52,7 +52,7 @@ void Exec(CommandContext& ctx) {
   struct UnwatchOnExit {
     Server& server;
     Client& client;
-    ~UnwatchOnExit() { server.UnwatchAll(client); }
+    ~UnwatchOnExit() { server.watches().UnwatchAll(client); }
   } unwatch_at_end{srv, c};
   c.in_multi = false;
   c.multi_dirty = false;
@@ -92,7 +92,7 @@ void Exec(CommandContext& ctx) {
   }
   storage::LockGuard guard(&locks, stripes);
   for (const auto& [id, version] : watched) {
-    if (server.WatchVersion(id) != version) {
+    if (server.watches().Version(id) != version) {
       ctx.out.NullArray();
       return;
     }
@@ -103,7 +103,7 @@ void Exec(CommandContext& ctx) {
       ctx.out.Error("ERR command not found");
       continue;
     }
-    server.Execute(*specs[i], c, argvs[i], ctx.out, /*locks_held=*/true);
+    server.dispatcher().Execute(*specs[i], c, argvs[i], ctx.out, /*locks_held=*/true);
   }
 }
 
@@ -113,14 +113,14 @@ void Watch(CommandContext& ctx) {
     return;
   }
   for (size_t i = 1; i < ctx.argv.size(); ++i) {
-    uint64_t version = ctx.server.Watch(ctx.client.db, ctx.argv[i]);
-    ctx.client.watched.emplace_back(Server::WatchId(ctx.client.db, ctx.argv[i]), version);
+    uint64_t version = ctx.server.watches().Watch(ctx.client.db, ctx.argv[i]);
+    ctx.client.watched.emplace_back(WatchRegistry::Id(ctx.client.db, ctx.argv[i]), version);
   }
   ctx.out.SimpleString("OK");
 }
 
 void Unwatch(CommandContext& ctx) {
-  ctx.server.UnwatchAll(ctx.client);
+  ctx.server.watches().UnwatchAll(ctx.client);
   ctx.out.SimpleString("OK");
 }
 

@@ -35,22 +35,32 @@ TEST_CASE("the checker reports no errors on a healthy database", "[checker]") {
   const auto items = Items::Make("h-", 0, 300);
   // A grown filter, a short last page, a renamed filter, a deleted filter (dead pages), a
   // loaded filter, an expired filter, strings, and two namespaces.
-  REQUIRE(db.CfInsert(0, "grown", items.views, false, false, 100, settings).ok());
-  REQUIRE(db.CfReserve(0, "short", Reserve(192, 3), settings).ok());
-  REQUIRE(db.CfInsert(0, "short", items.views, false, true, 0, settings).ok());
-  REQUIRE(db.CfInsert(1, "renamed", items.views, false, false, 1000, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "grown", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 100}, settings)
+              .ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "short", Reserve(192, 3), settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "short", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  REQUIRE(db.CfInsert(kAlone, 1, "renamed", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
   REQUIRE(*db.Rename(1, "renamed", "renamed2", false));
-  REQUIRE(db.CfInsert(0, "deleted", items.views, false, false, 1000, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "deleted", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
   REQUIRE(*db.Delete(0, "deleted"));
-  REQUIRE(db.CfInsert(0, "expired", items.views, false, false, 1000, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "expired", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
   REQUIRE(*db.SetExpire(0, "expired", NowMs() - 1));
-  const std::string header = *db.CfScanDump(0, "grown", 0)->data;
-  REQUIRE(db.CfLoadChunk(0, "loaded", 1, header, settings).ok());
-  REQUIRE(db.CfReserve(0, "reserved", Reserve(1000), settings).ok());
+  const std::string header = *db.CfScanDump(kAlone, 0, "grown", 0)->data;
+  REQUIRE(db.CfLoadChunk(kAlone, 0, "loaded", 1, header, settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "reserved", Reserve(1000), settings).ok());
   REQUIRE(db.SetString(0, "s1", "v", 0, false).ok());
   REQUIRE(db.SetString(1, "s2", "v", 0, false).ok());
   for (int i = 0; i < 100; ++i) {
-    REQUIRE(*db.CfDelete(0, "grown", items.views[static_cast<size_t>(i)], settings));
+    REQUIRE(*db.CfDelete(kAlone, 0, "grown", items.views[static_cast<size_t>(i)], settings));
   }
   const size_t pages = AllPages(t.engine()).size();
   t.Close();
@@ -82,7 +92,9 @@ TEST_CASE("the checker reports a page of the wrong length", "[checker]") {
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   const auto items = Items::Make("w-", 0, 40);
-  REQUIRE(db.CfInsert(0, "victim", items.views, false, false, 1000, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "victim", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
   const auto pages = PagesWithPrefix(t.engine(), FilterPrefix(db, 0, "victim"));
   REQUIRE(!pages.empty());
   const std::string bad_value = GENERATE(std::string(63, '\x01'), std::string(65, '\x01'));
@@ -105,8 +117,10 @@ TEST_CASE("the checker reports an item count that disagrees with the pages", "[c
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   const auto items = Items::Make("n-", 0, 40);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
-  Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
+  Metadata meta = *db.CfInfo(kAlone, 0, "f");
   const int64_t delta = GENERATE(1, -1);
   meta.size = static_cast<uint64_t>(static_cast<int64_t>(meta.size) + delta);
   meta.cuckoo.filter.num_items = meta.size;
@@ -125,13 +139,13 @@ TEST_CASE("the checker reports malformed metadata and versions above the high-wa
           "[checker]") {
   TestDb t;
   Db& db = t.db();
-  REQUIRE(db.CfReserve(0, "f", Reserve(100), CfSettings()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(100), CfSettings()).ok());
 
   SECTION("malformed record") {
     Put(t.engine(), t.engine().metadata_cf(), EncodeMetaKey(0, "junk"), "not a record");
   }
   SECTION("version from the future") {
-    Metadata meta = *db.CfInfo(0, "f");
+    Metadata meta = *db.CfInfo(kAlone, 0, "f");
     meta.version += 1ULL << 40;
     Put(t.engine(), t.engine().metadata_cf(), EncodeMetaKey(0, "f"), EncodeMetadata(meta));
   }

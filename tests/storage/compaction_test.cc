@@ -21,7 +21,8 @@ const CfSettings kSettings = SmallPages(64);
 
 // A filter with items spread over several pages; returns its page prefix.
 std::string MakeFilter(Db& db, uint16_t ns, const std::string& key, const Items& items) {
-  auto r = db.CfInsert(ns, key, items.views, false, false, 1000, kSettings);
+  auto r = db.CfInsert(kAlone, ns, key, items.views,
+                       InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, kSettings);
   REQUIRE(r.ok());
   return FilterPrefix(db, ns, key);
 }
@@ -96,10 +97,10 @@ TEST_CASE("CompactAll drops the pages of dead versions and keeps live ones", "[c
     for (size_t i = 0; i < renamed_after.size(); ++i) {
       CHECK(renamed_after[i].value == renamed_pages[i].value);
     }
-    CHECK(*db.CfLookup(0, "live", items.views, false) == std::vector<uint64_t>(60, 1));
-    CHECK(*db.CfLookup(0, "renamed2", items.views, false) == std::vector<uint64_t>(60, 1));
-    CHECK(*db.CfLookup(0, "recreated", other.views, false) == std::vector<uint64_t>(10, 1));
-    CHECK(*db.CfLookup(0, "recreated", items.views, false) == std::vector<uint64_t>(60, 0));
+    CHECK(*db.CfLookup(kAlone, 0, "live", items.views, false) == std::vector<uint64_t>(60, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "renamed2", items.views, false) == std::vector<uint64_t>(60, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "recreated", other.views, false) == std::vector<uint64_t>(10, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "recreated", items.views, false) == std::vector<uint64_t>(60, 0));
   }
   SECTION("deleting the renamed filter later lets its pages go") {
     REQUIRE(*db.Delete(0, "renamed2"));
@@ -130,27 +131,27 @@ TEST_CASE("renamed filters keep their pages through compaction in every rename p
     REQUIRE(*db.Rename(0, "c", "d", false));
     REQUIRE(e.CompactAll().ok());
     CHECK(PagesWithPrefix(e, original).size() == pages);
-    CHECK(*db.CfLookup(0, "d", items.views, false) == std::vector<uint64_t>(50, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "d", items.views, false) == std::vector<uint64_t>(50, 1));
   }
   SECTION("rename back to the owner name") {
     REQUIRE(*db.Rename(0, "b", "a", false));
     REQUIRE(e.CompactAll().ok());
     CHECK(PagesWithPrefix(e, original).size() == pages);
-    CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(50, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(50, 1));
   }
   SECTION("a new filter under the owner name") {
     const std::string second = MakeFilter(db, 0, "a", fresh);
     REQUIRE(e.CompactAll().ok());
     CHECK(PagesWithPrefix(e, original).size() == pages);
     CHECK_FALSE(PagesWithPrefix(e, second).empty());
-    CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(50, 1));
-    CHECK(*db.CfLookup(0, "a", fresh.views, false) == std::vector<uint64_t>(10, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "b", items.views, false) == std::vector<uint64_t>(50, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "a", fresh.views, false) == std::vector<uint64_t>(10, 1));
     SECTION("then the renamed filter moves back over it") {
       REQUIRE(*db.Rename(0, "b", "a", false));
       REQUIRE(e.CompactAll().ok());
       CHECK(PagesWithPrefix(e, original).size() == pages);
       CHECK(PagesWithPrefix(e, second).empty());
-      CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(50, 1));
+      CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(50, 1));
     }
   }
   SECTION("the destination of a rename is overwritten by another rename") {
@@ -158,7 +159,7 @@ TEST_CASE("renamed filters keep their pages through compaction in every rename p
     REQUIRE(*db.Rename(0, "z", "b", false));
     REQUIRE(e.CompactAll().ok());
     CHECK(PagesWithPrefix(e, original).empty());
-    CHECK(*db.CfLookup(0, "b", fresh.views, false) == std::vector<uint64_t>(10, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "b", fresh.views, false) == std::vector<uint64_t>(10, 1));
   }
   SECTION("the renamed filter expires") {
     REQUIRE(*db.SetExpire(0, "b", NowMs() - 1));
@@ -183,7 +184,7 @@ TEST_CASE("an unexpired key with an expiry keeps its pages through compaction", 
   REQUIRE(t.engine().CompactAll().ok());
   CHECK(PagesWithPrefix(t.engine(), prefix).size() == pages);
   CHECK(RawMeta(t.engine(), 0, "f").has_value());
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(30, 1));
 }
 
 TEST_CASE("NewVersion never repeats, also across close and reopen", "[versions]") {
@@ -200,14 +201,14 @@ TEST_CASE("NewVersion never repeats, also across close and reopen", "[versions]"
   t.Reopen();
   take(5);
   // Filters created after a restart get versions from the new range too.
-  REQUIRE(t.db().CfReserve(0, "f", Reserve(100), CfSettings()).ok());
-  versions.push_back(t.db().CfInfo(0, "f")->version);
+  REQUIRE(t.db().CfReserve(kAlone, 0, "f", Reserve(100), CfSettings()).ok());
+  versions.push_back(t.db().CfInfo(kAlone, 0, "f")->version);
   t.Reopen();
   t.Reopen();
   take(3);
   REQUIRE(t.db()
               .CfLoadChunk(
-                  0, "g", 1,
+                  kAlone, 0, "g", 1,
                   [] {
                     cuckood::core::FilterMeta m;
                     m.num_items = 1;
@@ -216,7 +217,7 @@ TEST_CASE("NewVersion never repeats, also across close and reopen", "[versions]"
                   }(),
                   CfSettings())
               .ok());
-  versions.push_back(t.db().CfInfo(0, "g")->version);
+  versions.push_back(t.db().CfInfo(kAlone, 0, "g")->version);
 
   INFO("versions: " << Catch::rangeToString(versions));
   CHECK(std::is_sorted(versions.begin(), versions.end()));
@@ -273,5 +274,5 @@ TEST_CASE("the pages filter alone drops pages of expired filters whose metadata 
   CHECK(PagesWithPrefix(e, expired).empty());
   CHECK(PagesWithPrefix(e, renamed).empty());
   CHECK(PagesWithPrefix(e, live).size() == pages);
-  CHECK(*db.CfLookup(0, "live", items.views, false) == std::vector<uint64_t>(40, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "live", items.views, false) == std::vector<uint64_t>(40, 1));
 }

@@ -62,8 +62,8 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
   const CfSettings settings = SmallPages(64);
 
   SECTION("the metadata records every requested field") {
-    REQUIRE(db.CfReserve(0, "f", Reserve(1000, 4, 3, 50), settings).ok());
-    auto info = db.CfInfo(0, "f");
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000, 4, 3, 50), settings).ok());
+    auto info = db.CfInfo(kAlone, 0, "f");
     REQUIRE(info.ok());
     CHECK(info->type == KeyType::kCuckoo);
     CHECK(info->size == 0);
@@ -82,41 +82,43 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
     CHECK(c.owner.empty());
     CHECK(AllPages(t.engine()).empty());
     // A reserved filter with 0 items is a live key.
-    CHECK(*db.Exists(0, "f"));
+    CHECK(*db.Exists(kAlone, 0, "f"));
     CHECK(*db.DbSize(0) == 1);
   }
   SECTION("a second RESERVE is kExists, over a string kWrongType") {
-    REQUIRE(db.CfReserve(0, "f", Reserve(100), settings).ok());
-    const uint64_t version = db.CfInfo(0, "f")->version;
-    auto again = db.CfReserve(0, "f", Reserve(5000), settings);
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(100), settings).ok());
+    const uint64_t version = db.CfInfo(kAlone, 0, "f")->version;
+    auto again = db.CfReserve(kAlone, 0, "f", Reserve(5000), settings);
     CHECK(again.code() == Code::kExists);
     CHECK(again.message() == "ERR item exists");
-    CHECK(db.CfInfo(0, "f")->version == version);
-    CHECK(db.CfInfo(0, "f")->cuckoo.base_capacity == 100);
+    CHECK(db.CfInfo(kAlone, 0, "f")->version == version);
+    CHECK(db.CfInfo(kAlone, 0, "f")->cuckoo.base_capacity == 100);
     REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
-    CHECK(db.CfReserve(0, "s", Reserve(100), settings).code() == Code::kWrongType);
-    CHECK((*db.Get(0, "s"))->value == "v");
+    CHECK(db.CfReserve(kAlone, 0, "s", Reserve(100), settings).code() == Code::kWrongType);
+    CHECK((*db.Get(kAlone, 0, "s"))->value == "v");
   }
   SECTION("capacity 1,000,000,000 is instant and writes no pages") {
     const auto start = std::chrono::steady_clock::now();
-    REQUIRE(db.CfReserve(0, "big", Reserve(1'000'000'000), CfSettings()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "big", Reserve(1'000'000'000), CfSettings()).ok());
     const auto elapsed = std::chrono::steady_clock::now() - start;
     CHECK(elapsed < std::chrono::seconds(2));
-    CHECK(db.CfInfo(0, "big")->cuckoo.filter.base_num_buckets == (1ULL << 29));
+    CHECK(db.CfInfo(kAlone, 0, "big")->cuckoo.filter.base_num_buckets == (1ULL << 29));
     CHECK(AllPages(t.engine()).empty());
     // Reading it touches at most the two candidate pages; writing one item writes one page.
     const uint64_t loaded = db.pages_loaded();
-    CHECK(*db.CfLookup(0, "big", {"x"}, false) == std::vector<uint64_t>{0});
+    CHECK(*db.CfLookup(kAlone, 0, "big", {"x"}, false) == std::vector<uint64_t>{0});
     CHECK(db.pages_loaded() - loaded <= 2);
-    REQUIRE(db.CfInsert(0, "big", {"x"}, false, true, 0, CfSettings()).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "big", {"x"},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, CfSettings())
+                .ok());
     CHECK(AllPages(t.engine()).size() == 1);
-    CHECK(*db.CfLookup(0, "big", {"x"}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(kAlone, 0, "big", {"x"}, false) == std::vector<uint64_t>{1});
   }
   SECTION("a filter over the byte limit cannot be created") {
-    auto s = db.CfReserve(0, "huge", Reserve(1ULL << 40), CfSettings());
+    auto s = db.CfReserve(kAlone, 0, "huge", Reserve(1ULL << 40), CfSettings());
     CHECK(s.code() == Code::kInvalid);
     CHECK(s.message() == "ERR Insufficient memory to create filter");
-    CHECK_FALSE(*db.Exists(0, "huge"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "huge"));
   }
 }
 
@@ -126,68 +128,74 @@ TEST_CASE("CF.ADD, EXISTS, COUNT and DEL on one filter", "[cuckoo]") {
   CfSettings settings = SmallPages(64);
   const auto items = Items::Make("item-", 0, 50);
 
-  auto added = db.CfInsert(0, "f", items.views, false, false, 0, settings);
+  auto added = db.CfInsert(kAlone, 0, "f", items.views,
+                           InsertOptions{.nx = false, .no_create = false, .capacity = 0}, settings);
   REQUIRE(added.ok());
   CHECK_FALSE(added->max_expansions);
   REQUIRE(added->results.size() == 50);
   for (auto r : added->results) {
     CHECK(r == core::InsertResult::kInserted);
   }
-  auto info = db.CfInfo(0, "f");
+  auto info = db.CfInfo(kAlone, 0, "f");
   REQUIRE(info.ok());
   CHECK(info->cuckoo.base_capacity == 1024);  // auto-created with cf-initial-size
   CHECK(info->cuckoo.filter.base_num_buckets == 512);
   CHECK(info->size == 50);
   CHECK(info->cuckoo.filter.num_items == 50);
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(50, 1));
-  CHECK(*db.CfLookup(0, "f", items.views, true) == std::vector<uint64_t>(50, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(50, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, true) == std::vector<uint64_t>(50, 1));
   const auto others = Items::Make("absent-", 0, 50);
-  CHECK(*db.CfLookup(0, "f", others.views, false) == std::vector<uint64_t>(50, 0));
+  CHECK(*db.CfLookup(kAlone, 0, "f", others.views, false) == std::vector<uint64_t>(50, 0));
 
   SECTION("adding an item twice counts it twice; NX refuses the second copy") {
-    auto again = db.CfInsert(0, "f", {"item-3"}, false, true, 0, settings);
+    auto again =
+        db.CfInsert(kAlone, 0, "f", {"item-3"},
+                    InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
     REQUIRE(again.ok());
     CHECK(again->results == std::vector<core::InsertResult>{core::InsertResult::kInserted});
-    CHECK(*db.CfLookup(0, "f", {"item-3"}, true) == std::vector<uint64_t>{2});
-    auto nx = db.CfInsert(0, "f", {"item-3", "new-item"}, true, true, 0, settings);
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"item-3"}, true) == std::vector<uint64_t>{2});
+    auto nx = db.CfInsert(kAlone, 0, "f", {"item-3", "new-item"},
+                          InsertOptions{.nx = true, .no_create = true, .capacity = 0}, settings);
     REQUIRE(nx.ok());
     CHECK(nx->results == std::vector<core::InsertResult>{core::InsertResult::kExists,
                                                          core::InsertResult::kInserted});
-    CHECK(*db.CfLookup(0, "f", {"item-3", "new-item"}, true) == std::vector<uint64_t>{2, 1});
-    CHECK(db.CfInfo(0, "f")->size == 52);
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"item-3", "new-item"}, true) ==
+          std::vector<uint64_t>{2, 1});
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 52);
   }
   SECTION("NX of only existing items writes nothing") {
     const auto before = AllPages(t.engine());
-    auto nx = db.CfInsert(0, "f", {"item-1", "item-2"}, true, true, 0, settings);
+    auto nx = db.CfInsert(kAlone, 0, "f", {"item-1", "item-2"},
+                          InsertOptions{.nx = true, .no_create = true, .capacity = 0}, settings);
     REQUIRE(nx.ok());
     CHECK(nx->results == std::vector<core::InsertResult>(2, core::InsertResult::kExists));
-    CHECK(db.CfInfo(0, "f")->size == 50);
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 50);
     CHECK(AllPages(t.engine()).size() == before.size());
   }
   SECTION("DEL removes one copy") {
-    auto d = db.CfDelete(0, "f", "item-7", settings);
+    auto d = db.CfDelete(kAlone, 0, "f", "item-7", settings);
     REQUIRE(d.ok());
     CHECK(*d);
-    CHECK(*db.CfLookup(0, "f", {"item-7"}, false) == std::vector<uint64_t>{0});
-    CHECK(db.CfInfo(0, "f")->size == 49);
-    CHECK(db.CfInfo(0, "f")->cuckoo.filter.num_deletes == 1);
-    auto again = db.CfDelete(0, "f", "item-7", settings);
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"item-7"}, false) == std::vector<uint64_t>{0});
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 49);
+    CHECK(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_deletes == 1);
+    auto again = db.CfDelete(kAlone, 0, "f", "item-7", settings);
     REQUIRE(again.ok());
     CHECK_FALSE(*again);
-    CHECK(db.CfInfo(0, "f")->size == 49);
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 49);
     // The other items are untouched.
-    auto rest = *db.CfLookup(0, "f", items.views, false);
+    auto rest = *db.CfLookup(kAlone, 0, "f", items.views, false);
     for (size_t i = 0; i < rest.size(); ++i) {
       CHECK(rest[i] == (i == 7 ? 0u : 1u));
     }
   }
   SECTION("deleting every item leaves no pages behind") {
     for (auto item : items.views) {
-      REQUIRE(*db.CfDelete(0, "f", item, settings));
+      REQUIRE(*db.CfDelete(kAlone, 0, "f", item, settings));
     }
-    CHECK(db.CfInfo(0, "f")->size == 0);
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 0);
     CHECK(AllPages(t.engine()).empty());  // all-zero pages are deleted, not stored
-    CHECK(*db.Exists(0, "f"));
+    CHECK(*db.Exists(kAlone, 0, "f"));
   }
 }
 
@@ -198,58 +206,66 @@ TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
   REQUIRE(db.SetString(0, "s", "string", 0, false).ok());
 
   SECTION("lookup answers 0 for a missing key and for another type") {
-    CHECK(*db.CfLookup(0, "missing", {"a", "b"}, false) == std::vector<uint64_t>{0, 0});
-    CHECK(*db.CfLookup(0, "s", {"a"}, true) == std::vector<uint64_t>{0});
+    CHECK(*db.CfLookup(kAlone, 0, "missing", {"a", "b"}, false) == std::vector<uint64_t>{0, 0});
+    CHECK(*db.CfLookup(kAlone, 0, "s", {"a"}, true) == std::vector<uint64_t>{0});
   }
   SECTION("insert: no_create on a missing key is kNotFound and creates nothing") {
-    auto r = db.CfInsert(0, "missing", {"a"}, false, true, 0, settings);
+    auto r = db.CfInsert(kAlone, 0, "missing", {"a"},
+                         InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
     CHECK(r.status().code() == Code::kNotFound);
-    CHECK_FALSE(*db.Exists(0, "missing"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "missing"));
   }
   SECTION("insert into a string is kWrongType and leaves it") {
-    auto r = db.CfInsert(0, "s", {"a"}, false, false, 0, settings);
+    auto r = db.CfInsert(kAlone, 0, "s", {"a"},
+                         InsertOptions{.nx = false, .no_create = false, .capacity = 0}, settings);
     CHECK(r.status().code() == Code::kWrongType);
-    CHECK((*db.Get(0, "s"))->value == "string");
+    CHECK((*db.Get(kAlone, 0, "s"))->value == "string");
     CHECK(AllPages(t.engine()).empty());
   }
   SECTION("delete, compact and info") {
-    CHECK(db.CfDelete(0, "missing", "a", settings).status().code() == Code::kNotFound);
-    CHECK(db.CfDelete(0, "s", "a", settings).status().code() == Code::kNotFound);
-    CHECK(db.CfCompact(0, "missing", settings).code() == Code::kNotFound);
-    CHECK(db.CfCompact(0, "s", settings).code() == Code::kNotFound);
-    CHECK(db.CfInfo(0, "missing").status().code() == Code::kNotFound);
-    CHECK(db.CfInfo(0, "s").status().code() == Code::kWrongType);
+    CHECK(db.CfDelete(kAlone, 0, "missing", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfDelete(kAlone, 0, "s", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfCompact(kAlone, 0, "missing", settings).code() == Code::kNotFound);
+    CHECK(db.CfCompact(kAlone, 0, "s", settings).code() == Code::kNotFound);
+    CHECK(db.CfInfo(kAlone, 0, "missing").status().code() == Code::kNotFound);
+    CHECK(db.CfInfo(kAlone, 0, "s").status().code() == Code::kWrongType);
   }
   SECTION("an auto-created key stays even when max expansions refuses the items") {
     CfSettings limited;
     limited.max_expansions = 1;
-    auto r = db.CfInsert(0, "new", {"a", "b"}, false, false, 0, limited);
+    auto r = db.CfInsert(kAlone, 0, "new", {"a", "b"},
+                         InsertOptions{.nx = false, .no_create = false, .capacity = 0}, limited);
     REQUIRE(r.ok());
     CHECK(r->max_expansions);
     CHECK(r->results.empty());
-    CHECK(*db.Exists(0, "new"));
-    CHECK(db.CfInfo(0, "new")->size == 0);
-    CHECK(*db.CfLookup(0, "new", {"a"}, false) == std::vector<uint64_t>{0});
+    CHECK(*db.Exists(kAlone, 0, "new"));
+    CHECK(db.CfInfo(kAlone, 0, "new")->size == 0);
+    CHECK(*db.CfLookup(kAlone, 0, "new", {"a"}, false) == std::vector<uint64_t>{0});
   }
   SECTION("an explicit capacity sizes an auto-created filter") {
-    REQUIRE(db.CfInsert(0, "sized", {"a"}, false, false, 100000, settings).ok());
-    CHECK(db.CfInfo(0, "sized")->cuckoo.base_capacity == 100000);
-    CHECK(db.CfInfo(0, "sized")->cuckoo.filter.base_num_buckets == 65536);
+    REQUIRE(db.CfInsert(kAlone, 0, "sized", {"a"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 100000},
+                        settings)
+                .ok());
+    CHECK(db.CfInfo(kAlone, 0, "sized")->cuckoo.base_capacity == 100000);
+    CHECK(db.CfInfo(kAlone, 0, "sized")->cuckoo.filter.base_num_buckets == 65536);
   }
 }
 
 TEST_CASE("pages are created lazily, only where buckets are written", "[cuckoo][pages]") {
   TestDb t;
   Db& db = t.db();
-  const CfSettings settings = SmallPages(64);                   // 32 two-slot buckets per page
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());  // 512 buckets, 16 pages
+  const CfSettings settings = SmallPages(64);  // 32 two-slot buckets per page
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());  // 512 buckets, 16 pages
   const std::string prefix = FilterPrefix(db, 0, "f");
 
   SECTION("one item writes exactly its bucket's page, with the fingerprint in place") {
     const std::string item = "hello";
     const auto h = core::HashItem(item);
     const uint64_t b = core::PrimaryBucket(h.hash, 512);
-    REQUIRE(db.CfInsert(0, "f", {View(item)}, false, true, 0, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f", {View(item)},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
     auto pages = AllPages(t.engine());
     REQUIRE(pages.size() == 1);
     CHECK(pages[0].key == EncodePageKey(prefix, 0, static_cast<uint32_t>(b / 32)));
@@ -261,7 +277,9 @@ TEST_CASE("pages are created lazily, only where buckets are written", "[cuckoo][
   SECTION("several items write the pages of the buckets they land in, nothing else") {
     auto items = Items::Make("lazy-", 0, 12);
     const auto expected = PlaceWithoutKicks(items.owned, 512, 2);
-    REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
     std::map<uint32_t, std::string> want_pages;
     for (const auto& [bucket, fps] : expected) {
       auto& page = want_pages[static_cast<uint32_t>(bucket / 32)];
@@ -292,8 +310,8 @@ TEST_CASE("pages are created lazily, only where buckets are written", "[cuckoo][
                 ->Put(rocksdb::WriteOptions(), t.engine().pages_cf(),
                       EncodePageKey(prefix, 0, static_cast<uint32_t>(b / 32)), page)
                 .ok());
-    CHECK(*db.CfLookup(0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
-    CHECK(*db.CfLookup(0, "f", {View(item)}, true) ==
+    CHECK(*db.CfLookup(kAlone, 0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(kAlone, 0, "f", {View(item)}, true) ==
           std::vector<uint64_t>{core::PrimaryBucket(h.hash, 512) == b ? 2u : 1u});
   }
 }
@@ -302,15 +320,17 @@ TEST_CASE("a missing page reads as zeros", "[cuckoo][pages]") {
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());
   const auto items = Items::Make("z-", 0, 100);
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(100, 0));
-  CHECK(*db.CfLookup(0, "f", items.views, true) == std::vector<uint64_t>(100, 0));
-  CHECK_FALSE(*db.CfDelete(0, "f", "z-1", settings));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(100, 0));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, true) == std::vector<uint64_t>(100, 0));
+  CHECK_FALSE(*db.CfDelete(kAlone, 0, "f", "z-1", settings));
   CHECK(AllPages(t.engine()).empty());
   // A filter whose pages are partly stored: the stored ones count, the missing ones are empty.
-  REQUIRE(db.CfInsert(0, "f", {"z-1"}, false, true, 0, settings).ok());
-  auto found = *db.CfLookup(0, "f", items.views, false);
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {"z-1"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  auto found = *db.CfLookup(kAlone, 0, "f", items.views, false);
   CHECK(found[1] == 1);
   CHECK(found[0] == 0);
 }
@@ -321,21 +341,23 @@ TEST_CASE("a bucket in the short last page of a sub-filter", "[cuckoo][pages]") 
   // 3-slot buckets, 64-byte pages: 21 buckets (63 bytes) a page. 64 buckets: pages 0-2 are full,
   // page 3 holds bucket 63 alone (3 bytes).
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(192, 3), settings).ok());
-  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.base_num_buckets == 64);
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(192, 3), settings).ok());
+  REQUIRE(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.base_num_buckets == 64);
   const std::string prefix = FilterPrefix(db, 0, "f");
   const std::string last_page_key = EncodePageKey(prefix, 0, 3);
 
   const std::string item = ItemWithPrimary(63, 64);
   const auto h = core::HashItem(item);
-  REQUIRE(db.CfInsert(0, "f", {View(item)}, false, true, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {View(item)},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
   std::string value;
   REQUIRE(t.engine()
               .db()
               ->Get(rocksdb::ReadOptions(), t.engine().pages_cf(), last_page_key, &value)
               .ok());
   CHECK(value == std::string(1, static_cast<char>(h.fp)) + std::string(2, '\0'));
-  CHECK(*db.CfLookup(0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
+  CHECK(*db.CfLookup(kAlone, 0, "f", {View(item)}, false) == std::vector<uint64_t>{1});
 
   SECTION("filling the last bucket and beyond keeps every item visible") {
     std::vector<std::string> more;
@@ -344,9 +366,10 @@ TEST_CASE("a bucket in the short last page of a sub-filter", "[cuckoo][pages]") 
       more.push_back(it);
     }
     std::vector<std::string_view> views(more.begin(), more.end());
-    auto r = db.CfInsert(0, "f", views, false, true, 0, settings);
+    auto r = db.CfInsert(kAlone, 0, "f", views,
+                         InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
     REQUIRE(r.ok());
-    CHECK(*db.CfLookup(0, "f", views, false) == std::vector<uint64_t>(4, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "f", views, false) == std::vector<uint64_t>(4, 1));
     REQUIRE(t.engine()
                 .db()
                 ->Get(rocksdb::ReadOptions(), t.engine().pages_cf(), last_page_key, &value)
@@ -366,7 +389,7 @@ TEST_CASE("a bucket in the short last page of a sub-filter", "[cuckoo][pages]") 
                       std::string(63, '\x01'))
                 .ok());
     db.cache().Clear();  // the page was changed behind the server's back, as on disk
-    CHECK(db.CfLookup(0, "f", {View(item)}, false).status().code() == Code::kCorruption);
+    CHECK(db.CfLookup(kAlone, 0, "f", {View(item)}, false).status().code() == Code::kCorruption);
   }
 }
 
@@ -375,7 +398,7 @@ TEST_CASE("a page of the wrong length is corruption and the command writes nothi
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());
   const std::string prefix = FilterPrefix(db, 0, "f");
   // "good" has both candidate buckets on clean pages; "bad" has its primary bucket on the page
   // that gets corrupted (page 15), and its alternate elsewhere.
@@ -391,7 +414,9 @@ TEST_CASE("a page of the wrong length is corruption and the command writes nothi
   for (int i = 0; bad.empty() || alt_page(bad) == 15; ++i) {
     bad = ItemWithPrimary(500, 512, "bad-" + std::to_string(i) + "-");
   }
-  REQUIRE(db.CfInsert(0, "f", {View(good)}, false, true, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {View(good)},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
   const std::string corrupt_key = EncodePageKey(prefix, 0, 500 / 32);
   const std::string corrupt_value =
       GENERATE(std::string(5, '\x07'), std::string(65, '\x07'), std::string());
@@ -413,29 +438,34 @@ TEST_CASE("a page of the wrong length is corruption and the command writes nothi
   };
 
   SECTION("lookup and count") {
-    auto r = db.CfLookup(0, "f", {View(bad)}, false);
+    auto r = db.CfLookup(kAlone, 0, "f", {View(bad)}, false);
     CHECK(r.status().code() == Code::kCorruption);
     CHECK(r.status().message().find("corrupt page") != std::string::npos);
-    CHECK(db.CfLookup(0, "f", {View(good), View(bad)}, true).status().code() == Code::kCorruption);
+    CHECK(db.CfLookup(kAlone, 0, "f", {View(good), View(bad)}, true).status().code() ==
+          Code::kCorruption);
   }
   SECTION("insert, also when an earlier item of the command was fine") {
-    CHECK(db.CfInsert(0, "f", {View(bad)}, false, true, 0, settings).status().code() ==
-          Code::kCorruption);
+    CHECK(db.CfInsert(kAlone, 0, "f", {View(bad)},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .status()
+              .code() == Code::kCorruption);
     unchanged();
-    CHECK(db.CfInsert(0, "f", {"fresh", View(bad)}, false, true, 0, settings).status().code() ==
-          Code::kCorruption);
+    CHECK(db.CfInsert(kAlone, 0, "f", {"fresh", View(bad)},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .status()
+              .code() == Code::kCorruption);
     unchanged();
-    CHECK(*db.CfLookup(0, "f", {"fresh"}, false) == std::vector<uint64_t>{0});
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"fresh"}, false) == std::vector<uint64_t>{0});
   }
   SECTION("delete") {
-    CHECK(db.CfDelete(0, "f", bad, settings).status().code() == Code::kCorruption);
+    CHECK(db.CfDelete(kAlone, 0, "f", bad, settings).status().code() == Code::kCorruption);
     unchanged();
   }
   SECTION("scandump") {
-    CHECK(db.CfScanDump(0, "f", 1).status().code() == Code::kCorruption);
+    CHECK(db.CfScanDump(kAlone, 0, "f", 1).status().code() == Code::kCorruption);
   }
   SECTION("items on clean pages still work") {
-    CHECK(*db.CfLookup(0, "f", {View(good)}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(kAlone, 0, "f", {View(good)}, false) == std::vector<uint64_t>{1});
   }
 }
 
@@ -444,41 +474,52 @@ TEST_CASE("a re-created key gets a new version and does not see the old items", 
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   const auto items = Items::Make("old-", 0, 30);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
-  const uint64_t v1 = db.CfInfo(0, "f")->version;
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
+  const uint64_t v1 = db.CfInfo(kAlone, 0, "f")->version;
   const std::string old_prefix = FilterPrefix(db, 0, "f");
   const size_t old_pages = PagesWithPrefix(t.engine(), old_prefix).size();
   REQUIRE(old_pages > 0);
   REQUIRE(*db.Delete(0, "f"));
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
 
   SECTION("by RESERVE") {
-    REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000), settings).ok());
   }
   SECTION("by auto-creating ADD") {
-    REQUIRE(db.CfInsert(0, "f", {"new"}, false, false, 1000, settings).ok());
-    CHECK(*db.CfLookup(0, "f", {"new"}, false) == std::vector<uint64_t>{1});
+    REQUIRE(db.CfInsert(kAlone, 0, "f", {"new"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+                .ok());
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"new"}, false) == std::vector<uint64_t>{1});
   }
   SECTION("after the old filter expired") {
-    REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+                .ok());
     const std::string second_prefix = FilterPrefix(db, 0, "f");
     REQUIRE(*db.SetExpire(0, "f", NowMs() - 1));
-    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
-    CHECK(db.CfInsert(0, "f", {"x"}, false, true, 0, settings).status().code() == Code::kNotFound);
-    CHECK(db.CfInfo(0, "f").status().code() == Code::kNotFound);
-    REQUIRE(db.CfInsert(0, "f", {"new"}, false, false, 1000, settings).ok());
+    CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+    CHECK(db.CfInsert(kAlone, 0, "f", {"x"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .status()
+              .code() == Code::kNotFound);
+    CHECK(db.CfInfo(kAlone, 0, "f").status().code() == Code::kNotFound);
+    REQUIRE(db.CfInsert(kAlone, 0, "f", {"new"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+                .ok());
     CHECK(FilterPrefix(db, 0, "f") != second_prefix);
-    CHECK(db.CfInfo(0, "f")->expire_ms == 0);
+    CHECK(db.CfInfo(kAlone, 0, "f")->expire_ms == 0);
   }
   SECTION("after an overwrite by a string and a DEL") {
     REQUIRE(db.SetString(0, "f", "x", 0, false).ok());
     REQUIRE(*db.Delete(0, "f"));
-    REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000), settings).ok());
   }
-  const uint64_t v2 = db.CfInfo(0, "f")->version;
+  const uint64_t v2 = db.CfInfo(kAlone, 0, "f")->version;
   CHECK(v2 > v1);
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
-  CHECK(db.CfInfo(0, "f")->size <= 1);
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(30, 0));
+  CHECK(db.CfInfo(kAlone, 0, "f")->size <= 1);
   // DEL touched only metadata: the old version's pages are still stored until compaction.
   CHECK(PagesWithPrefix(t.engine(), old_prefix).size() == old_pages);
 }
@@ -488,25 +529,26 @@ TEST_CASE("CF.COMPACT after many deletes reduces the sub-filters", "[cuckoo]") {
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   // 32 buckets x 2 slots a sub-filter, expansion 1: 600 items need many sub-filters.
-  REQUIRE(db.CfReserve(0, "f", Reserve(64, 2, 1), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(64, 2, 1), settings).ok());
   const auto items = Items::Make("c-", 0, 600);
-  auto r = db.CfInsert(0, "f", items.views, false, true, 0, settings);
+  auto r = db.CfInsert(kAlone, 0, "f", items.views,
+                       InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
   REQUIRE(r.ok());
   for (auto res : r->results) {
     REQUIRE(res == core::InsertResult::kInserted);
   }
-  const uint32_t grown = db.CfInfo(0, "f")->cuckoo.filter.num_filters;
+  const uint32_t grown = db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters;
   REQUIRE(grown > 5);
 
   // Delete all but the first 40.
   for (size_t i = 40; i < items.views.size(); ++i) {
-    auto d = db.CfDelete(0, "f", items.views[i], settings);
+    auto d = db.CfDelete(kAlone, 0, "f", items.views[i], settings);
     REQUIRE(d.ok());
     REQUIRE(*d);
   }
-  const uint32_t before_compact = db.CfInfo(0, "f")->cuckoo.filter.num_filters;
-  REQUIRE(db.CfCompact(0, "f", settings).ok());
-  auto info = db.CfInfo(0, "f");
+  const uint32_t before_compact = db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters;
+  REQUIRE(db.CfCompact(kAlone, 0, "f", settings).ok());
+  auto info = db.CfInfo(kAlone, 0, "f");
   REQUIRE(info.ok());
   const auto& f = info->cuckoo.filter;
   CHECK(f.num_filters < grown);
@@ -515,7 +557,7 @@ TEST_CASE("CF.COMPACT after many deletes reduces the sub-filters", "[cuckoo]") {
   CHECK(f.num_deletes == 0);
   CHECK(info->size == 40);
   std::vector<std::string_view> kept(items.views.begin(), items.views.begin() + 40);
-  CHECK(*db.CfLookup(0, "f", kept, false) == std::vector<uint64_t>(40, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "f", kept, false) == std::vector<uint64_t>(40, 1));
   // Pages of freed sub-filters were emptied, hence deleted; stored slots equal num_items.
   uint64_t non_empty = 0;
   for (const auto& p : AllPages(t.engine())) {
@@ -530,10 +572,12 @@ TEST_CASE("CF.COMPACT after many deletes reduces the sub-filters", "[cuckoo]") {
 
   SECTION("the filter grows again into fresh sub-filters afterwards") {
     const auto again = Items::Make("again-", 0, 300);
-    REQUIRE(db.CfInsert(0, "f", again.views, false, true, 0, settings).ok());
-    CHECK(*db.CfLookup(0, "f", again.views, false) == std::vector<uint64_t>(300, 1));
-    CHECK(*db.CfLookup(0, "f", kept, false) == std::vector<uint64_t>(40, 1));
-    CHECK(db.CfInfo(0, "f")->size == 340);
+    REQUIRE(db.CfInsert(kAlone, 0, "f", again.views,
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    CHECK(*db.CfLookup(kAlone, 0, "f", again.views, false) == std::vector<uint64_t>(300, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "f", kept, false) == std::vector<uint64_t>(40, 1));
+    CHECK(db.CfInfo(kAlone, 0, "f")->size == 340);
   }
 }
 
@@ -542,15 +586,17 @@ TEST_CASE("RENAME of a filter keeps its items", "[cuckoo][rename]") {
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   const auto items = Items::Make("r-", 0, 40);
-  REQUIRE(db.CfInsert(0, "a", items.views, false, false, 500, settings).ok());
-  const uint64_t version = db.CfInfo(0, "a")->version;
+  REQUIRE(db.CfInsert(kAlone, 0, "a", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 500}, settings)
+              .ok());
+  const uint64_t version = db.CfInfo(kAlone, 0, "a")->version;
   const size_t pages = AllPages(t.engine()).size();
 
   REQUIRE(*db.Rename(0, "a", "b", false));
-  CHECK_FALSE(*db.Exists(0, "a"));
-  CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
-  CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
-  auto info = db.CfInfo(0, "b");
+  CHECK_FALSE(*db.Exists(kAlone, 0, "a"));
+  CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
+  CHECK(*db.CfLookup(kAlone, 0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+  auto info = db.CfInfo(kAlone, 0, "b");
   REQUIRE(info.ok());
   CHECK(info->version == version);
   CHECK(info->cuckoo.owner == "a");
@@ -559,47 +605,54 @@ TEST_CASE("RENAME of a filter keeps its items", "[cuckoo][rename]") {
   CHECK(AllPages(t.engine()).size() == pages);
 
   SECTION("the renamed filter takes new items and deletes") {
-    REQUIRE(db.CfInsert(0, "b", {"after"}, false, true, 0, settings).ok());
-    REQUIRE(*db.CfDelete(0, "b", "r-0", settings));
-    CHECK(*db.CfLookup(0, "b", {"after", "r-0", "r-1"}, false) == std::vector<uint64_t>{1, 0, 1});
+    REQUIRE(db.CfInsert(kAlone, 0, "b", {"after"},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    REQUIRE(*db.CfDelete(kAlone, 0, "b", "r-0", settings));
+    CHECK(*db.CfLookup(kAlone, 0, "b", {"after", "r-0", "r-1"}, false) ==
+          std::vector<uint64_t>{1, 0, 1});
   }
   SECTION("rename back clears the owner") {
     REQUIRE(*db.Rename(0, "b", "a", false));
-    CHECK(db.CfInfo(0, "a")->cuckoo.owner.empty());
-    CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
-    CHECK_FALSE(*db.Exists(0, "b"));
+    CHECK(db.CfInfo(kAlone, 0, "a")->cuckoo.owner.empty());
+    CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "b"));
   }
   SECTION("a chain of renames keeps the original owner") {
     REQUIRE(*db.Rename(0, "b", "c", false));
-    CHECK(db.CfInfo(0, "c")->cuckoo.owner == "a");
-    CHECK(*db.CfLookup(0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK(db.CfInfo(kAlone, 0, "c")->cuckoo.owner == "a");
+    CHECK(*db.CfLookup(kAlone, 0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
   }
   SECTION("rename over an existing filter replaces it") {
     const auto other = Items::Make("other-", 0, 40);
-    REQUIRE(db.CfInsert(0, "c", other.views, false, false, 500, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "c", other.views,
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 500}, settings)
+                .ok());
     REQUIRE(*db.Rename(0, "b", "c", false));
-    CHECK(*db.CfLookup(0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
-    CHECK(*db.CfLookup(0, "c", other.views, false) == std::vector<uint64_t>(40, 0));
-    CHECK(db.CfInfo(0, "c")->version == version);
+    CHECK(*db.CfLookup(kAlone, 0, "c", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "c", other.views, false) == std::vector<uint64_t>(40, 0));
+    CHECK(db.CfInfo(kAlone, 0, "c")->version == version);
   }
   SECTION("a new filter under the old name is independent") {
-    REQUIRE(db.CfInsert(0, "a", {"fresh"}, false, false, 500, settings).ok());
-    CHECK(db.CfInfo(0, "a")->version != version);
-    CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
-    CHECK(*db.CfLookup(0, "a", {"fresh"}, false) == std::vector<uint64_t>{1});
-    CHECK(*db.CfLookup(0, "b", {"fresh"}, false) == std::vector<uint64_t>{0});
-    CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+    REQUIRE(db.CfInsert(kAlone, 0, "a", {"fresh"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 500}, settings)
+                .ok());
+    CHECK(db.CfInfo(kAlone, 0, "a")->version != version);
+    CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(40, 0));
+    CHECK(*db.CfLookup(kAlone, 0, "a", {"fresh"}, false) == std::vector<uint64_t>{1});
+    CHECK(*db.CfLookup(kAlone, 0, "b", {"fresh"}, false) == std::vector<uint64_t>{0});
+    CHECK(*db.CfLookup(kAlone, 0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
     SECTION("and renaming the old filter back over it restores the old items") {
       REQUIRE(*db.Rename(0, "b", "a", false));
-      CHECK(*db.CfLookup(0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
-      CHECK(*db.CfLookup(0, "a", {"fresh"}, false) == std::vector<uint64_t>{0});
+      CHECK(*db.CfLookup(kAlone, 0, "a", items.views, false) == std::vector<uint64_t>(40, 1));
+      CHECK(*db.CfLookup(kAlone, 0, "a", {"fresh"}, false) == std::vector<uint64_t>{0});
     }
   }
   SECTION("RENAMENX onto a filter refuses") {
-    REQUIRE(db.CfReserve(0, "d", Reserve(100), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "d", Reserve(100), settings).ok());
     CHECK_FALSE(*db.Rename(0, "b", "d", true));
-    CHECK(db.CfInfo(0, "d")->size == 0);
-    CHECK(*db.CfLookup(0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
+    CHECK(db.CfInfo(kAlone, 0, "d")->size == 0);
+    CHECK(*db.CfLookup(kAlone, 0, "b", items.views, false) == std::vector<uint64_t>(40, 1));
   }
 }
 
@@ -607,25 +660,33 @@ TEST_CASE("filters survive closing and reopening the engine", "[cuckoo][restart]
   TestDb t;
   const CfSettings settings = SmallPages(128);
   const auto items = Items::Make("p-", 0, 200);
-  REQUIRE(t.db().CfInsert(0, "f", items.views, false, false, 100, settings).ok());
-  REQUIRE(t.db().CfInsert(2, "g", {"x"}, false, false, 100, settings).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "f", items.views,
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 100}, settings)
+              .ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 2, "g", {"x"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 100}, settings)
+              .ok());
   REQUIRE(*t.db().Rename(2, "g", "h", false));
   REQUIRE(t.db().SetString(0, "s", "value", NowMs() + 3'600'000, false).ok());
-  const Metadata before = *t.db().CfInfo(0, "f");
-  const uint64_t expire = (*t.db().Get(0, "s"))->expire_ms;
+  const Metadata before = *t.db().CfInfo(kAlone, 0, "f");
+  const uint64_t expire = (*t.db().Get(kAlone, 0, "s"))->expire_ms;
   REQUIRE(before.cuckoo.filter.num_filters > 1);
 
   t.Reopen();
   Db& db = t.db();
-  const Metadata after = *db.CfInfo(0, "f");
+  const Metadata after = *db.CfInfo(kAlone, 0, "f");
   CHECK(EncodeMetadata(after) == EncodeMetadata(before));
-  CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(200, 1));
-  CHECK(*db.CfLookup(2, "h", {"x"}, false) == std::vector<uint64_t>{1});
-  CHECK((*db.Get(0, "s"))->value == "value");
-  CHECK((*db.Get(0, "s"))->expire_ms == expire);
+  CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(200, 1));
+  CHECK(*db.CfLookup(kAlone, 2, "h", {"x"}, false) == std::vector<uint64_t>{1});
+  CHECK((*db.Get(kAlone, 0, "s"))->value == "value");
+  CHECK((*db.Get(kAlone, 0, "s"))->expire_ms == expire);
   // And the reopened database keeps working.
-  REQUIRE(db.CfInsert(0, "f", {"later"}, false, true, 0, settings).ok());
-  CHECK(*db.CfLookup(0, "f", {"later"}, false) == std::vector<uint64_t>{1});
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {"later"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  CHECK(*db.CfLookup(kAlone, 0, "f", {"later"}, false) == std::vector<uint64_t>{1});
 }
 
 TEST_CASE("lookups see every change of the filter's metadata at once", "[cuckoo][meta]") {
@@ -635,33 +696,41 @@ TEST_CASE("lookups see every change of the filter's metadata at once", "[cuckoo]
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   auto exists = [&](std::string_view key, std::string_view item) {
-    auto r = db.CfLookup(0, key, {item}, false);
+    auto r = db.CfLookup(kAlone, 0, key, {item}, false);
     REQUIRE(r.ok());
     return (*r)[0] == 1;
   };
-  REQUIRE(db.CfReserve(0, "f", Reserve(1000), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000), settings).ok());
   CHECK_FALSE(exists("f", "a"));
-  REQUIRE(db.CfInsert(0, "f", {"a"}, false, true, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {"a"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
   CHECK(exists("f", "a"));
-  CHECK(db.CfInfo(0, "f")->size == 1);
+  CHECK(db.CfInfo(kAlone, 0, "f")->size == 1);
   // A filter that grows: the second sub-filter's items are found.
   const auto many = Items::Make("grow-", 0, 3000);
-  REQUIRE(db.CfInsert(0, "f", many.views, false, true, 0, settings).ok());
-  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters > 1);
-  CHECK(*db.CfLookup(0, "f", many.views, false) == std::vector<uint64_t>(3000, 1));
+  REQUIRE(db.CfInsert(kAlone, 0, "f", many.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  REQUIRE(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters > 1);
+  CHECK(*db.CfLookup(kAlone, 0, "f", many.views, false) == std::vector<uint64_t>(3000, 1));
   REQUIRE(*db.Rename(0, "f", "g", false));
   CHECK_FALSE(exists("f", "a"));
   CHECK(exists("g", "a"));
   REQUIRE(*db.Delete(0, "g"));
   CHECK_FALSE(exists("g", "a"));
   // Re-created under the same name: a new version, none of the old items.
-  REQUIRE(db.CfReserve(0, "g", Reserve(1000), settings).ok());
-  REQUIRE(db.CfInsert(0, "g", {"b"}, false, true, 0, settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "g", Reserve(1000), settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "g", {"b"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
   CHECK_FALSE(exists("g", "a"));
   CHECK(exists("g", "b"));
   REQUIRE(*db.SetExpire(0, "g", NowMs() - 1));
   CHECK_FALSE(exists("g", "b"));
-  REQUIRE(db.CfInsert(0, "h", {"c"}, false, false, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "h", {"c"},
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 0}, settings)
+              .ok());
   CHECK(exists("h", "c"));
   REQUIRE(db.FlushAll().ok());
   CHECK_FALSE(exists("h", "c"));
@@ -678,26 +747,32 @@ TEST_CASE("a new Db does not see the metadata an earlier one decoded", "[cuckoo]
   {
     TestDb t;
     REQUIRE(t.db().SetString(0, "f", "v", 0, false).ok());
-    CHECK(*t.db().CfLookup(0, "f", {"x"}, false) == std::vector<uint64_t>{0});
+    CHECK(*t.db().CfLookup(kAlone, 0, "f", {"x"}, false) == std::vector<uint64_t>{0});
   }
   TestDb t;
-  REQUIRE(t.db().CfInsert(0, "f", {"x"}, false, false, 0, settings).ok());
-  CHECK(*t.db().CfLookup(0, "f", {"x"}, false) == std::vector<uint64_t>{1});
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "f", {"x"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 0}, settings)
+              .ok());
+  CHECK(*t.db().CfLookup(kAlone, 0, "f", {"x"}, false) == std::vector<uint64_t>{1});
 }
 
 TEST_CASE("lookups without the in-memory cache see every write", "[cuckoo][meta]") {
   TestDb t;
   Db nocache(&t.engine(), 64, 0);
   const CfSettings settings = SmallPages(64);
-  REQUIRE(nocache.CfReserve(0, "f", Reserve(1000), settings).ok());
+  REQUIRE(nocache.CfReserve(kAlone, 0, "f", Reserve(1000), settings).ok());
   for (int i = 0; i < 5; ++i) {
     const std::string item = "item-" + std::to_string(i);
-    CHECK(*nocache.CfLookup(0, "f", {item}, false) == std::vector<uint64_t>{0});
-    REQUIRE(nocache.CfInsert(0, "f", {item}, false, true, 0, settings).ok());
-    CHECK(*nocache.CfLookup(0, "f", {item}, true) == std::vector<uint64_t>{1});
+    CHECK(*nocache.CfLookup(kAlone, 0, "f", {item}, false) == std::vector<uint64_t>{0});
+    REQUIRE(nocache
+                .CfInsert(kAlone, 0, "f", {item},
+                          InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    CHECK(*nocache.CfLookup(kAlone, 0, "f", {item}, true) == std::vector<uint64_t>{1});
   }
   REQUIRE(*nocache.Delete(0, "f"));
-  CHECK(*nocache.CfLookup(0, "f", {"item-0"}, false) == std::vector<uint64_t>{0});
+  CHECK(*nocache.CfLookup(kAlone, 0, "f", {"item-0"}, false) == std::vector<uint64_t>{0});
 }
 
 TEST_CASE("a lookup of more items than the filter has pages answers as one lookup per item",
@@ -706,19 +781,21 @@ TEST_CASE("a lookup of more items than the filter has pages answers as one looku
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(200, 2, 2), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(200, 2, 2), settings).ok());
   const auto stored = Items::Make("in-", 0, 600);
-  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
-  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters >= 2);
+  REQUIRE(db.CfInsert(kAlone, 0, "f", stored.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  REQUIRE(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters >= 2);
   auto probe = Items::Make("in-", 0, 600);
   const auto absent = Items::Make("out-", 0, 3000);
   probe.views.insert(probe.views.end(), absent.views.begin(), absent.views.end());
   for (bool count : {false, true}) {
-    auto all = db.CfLookup(0, "f", probe.views, count);
+    auto all = db.CfLookup(kAlone, 0, "f", probe.views, count);
     REQUIRE(all.ok());
     REQUIRE(all->size() == probe.views.size());
     for (size_t i = 0; i < probe.views.size(); i += 7) {
-      auto one = db.CfLookup(0, "f", {probe.views[i]}, count);
+      auto one = db.CfLookup(kAlone, 0, "f", {probe.views[i]}, count);
       REQUIRE(one.ok());
       CHECK((*all)[i] == (*one)[0]);
     }
@@ -739,12 +816,16 @@ TEST_CASE("lookups answer the same whether their pages are cached, partly cached
   Db nocache(&t.engine(), 64, 0);
   const CfSettings settings = SmallPages(64);
   const uint16_t bucket_size = GENERATE(2, 4);
-  REQUIRE(db.CfReserve(0, "f", Reserve(300, bucket_size, 2), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(300, bucket_size, 2), settings).ok());
   const auto stored = Items::Make("in-", 0, 900);
-  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
-  REQUIRE(db.CfInfo(0, "f")->cuckoo.filter.num_filters >= 2);
-  REQUIRE(db.CfReserve(0, "sparse", Reserve(100000, bucket_size), settings).ok());
-  REQUIRE(db.CfInsert(0, "sparse", {"only"}, false, true, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", stored.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  REQUIRE(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters >= 2);
+  REQUIRE(db.CfReserve(kAlone, 0, "sparse", Reserve(100000, bucket_size), settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "sparse", {"only"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
 
   auto probe = Items::Make("in-", 0, 900);
   const auto absent = Items::Make("out-", 0, 300);
@@ -756,7 +837,7 @@ TEST_CASE("lookups answer the same whether their pages are cached, partly cached
     for (bool count : {false, true}) {
       for (const std::vector<std::string_view>* items :
            std::initializer_list<const std::vector<std::string_view>*>{&one, &few, &probe.views}) {
-        auto expected = nocache.CfLookup(0, key, *items, count);
+        auto expected = nocache.CfLookup(kAlone, 0, key, *items, count);
         REQUIRE(expected.ok());
         if (std::string_view(key) == "f" && items != &probe.views) {
           for (uint64_t v : *expected) {
@@ -766,15 +847,16 @@ TEST_CASE("lookups answer the same whether their pages are cached, partly cached
         db.cache().Clear();
         // Cold: every page is read; then warm for a part (the first items), then for all.
         const uint64_t loaded_before = db.pages_loaded();
-        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        CHECK(*db.CfLookup(kAlone, 0, key, *items, count) == *expected);
         CHECK(db.pages_loaded() > loaded_before);
         db.cache().Clear();
-        REQUIRE(db.CfLookup(0, key, std::vector<std::string_view>{items->front()}, count).ok());
-        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        REQUIRE(
+            db.CfLookup(kAlone, 0, key, std::vector<std::string_view>{items->front()}, count).ok());
+        CHECK(*db.CfLookup(kAlone, 0, key, *items, count) == *expected);
         const uint64_t loaded_warm = db.pages_loaded();
         const uint64_t misses_warm = db.cache().misses();
         const uint64_t hits_warm = db.cache().hits();
-        CHECK(*db.CfLookup(0, key, *items, count) == *expected);
+        CHECK(*db.CfLookup(kAlone, 0, key, *items, count) == *expected);
         CHECK(db.pages_loaded() == loaded_warm);
         CHECK(db.cache().misses() == misses_warm);
         CHECK(db.cache().hits() > hits_warm);
@@ -787,16 +869,18 @@ TEST_CASE("a partly cached lookup asks the in-memory cache for each page once", 
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(4096), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(4096), settings).ok());
   const auto stored = Items::Make("in-", 0, 1000);
-  REQUIRE(db.CfInsert(0, "f", stored.views, false, true, 0, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", stored.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
   db.cache().Clear();
   const auto warm = Items::Make("in-", 0, 10);
-  REQUIRE(db.CfLookup(0, "f", warm.views, false).ok());
+  REQUIRE(db.CfLookup(kAlone, 0, "f", warm.views, false).ok());
   const auto probe = Items::Make("in-", 0, 50);
   const uint64_t asked_before = db.cache().hits() + db.cache().misses();
   const uint64_t loaded_before = db.pages_loaded();
-  REQUIRE(*db.CfLookup(0, "f", probe.views, false) == std::vector<uint64_t>(50, 1));
+  REQUIRE(*db.CfLookup(kAlone, 0, "f", probe.views, false) == std::vector<uint64_t>(50, 1));
   // Two candidate pages per item in the one sub-filter: each looked up once, hit or miss.
   CHECK(db.cache().hits() + db.cache().misses() - asked_before == 100);
   CHECK(db.pages_loaded() > loaded_before);
@@ -811,8 +895,8 @@ TEST_CASE("never-stored pages of different lengths read as zeros in one cached l
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(3072, 3), settings).ok());
-  REQUIRE(core::SubFilterBuckets(db.CfInfo(0, "f")->cuckoo.filter, 0) == 1024);
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(3072, 3), settings).ok());
+  REQUIRE(core::SubFilterBuckets(db.CfInfo(kAlone, 0, "f")->cuckoo.filter, 0) == 1024);
   std::vector<std::string> items = {ItemWithPrimary(1020, 1024, "short-")};
   for (uint64_t b : {0, 100, 500, 900}) {
     items.push_back(ItemWithPrimary(b, 1024, "full-"));
@@ -820,13 +904,13 @@ TEST_CASE("never-stored pages of different lengths read as zeros in one cached l
   const std::vector<std::string_view> views(items.begin(), items.end());
   const std::vector<uint64_t> none(items.size(), 0);
   // The first lookup reads RocksDB and leaves the pages in the cache as "not stored".
-  REQUIRE(*db.CfLookup(0, "f", views, false) == none);
+  REQUIRE(*db.CfLookup(kAlone, 0, "f", views, false) == none);
   const uint64_t loaded = db.pages_loaded();
   std::vector<uint64_t> exists;
   std::vector<uint64_t> counts;
   std::thread([&] {
-    exists = *db.CfLookup(0, "f", views, false);
-    counts = *db.CfLookup(0, "f", views, true);
+    exists = *db.CfLookup(kAlone, 0, "f", views, false);
+    counts = *db.CfLookup(kAlone, 0, "f", views, true);
   }).join();
   CHECK(db.pages_loaded() == loaded);  // (answered from the cache)
   CHECK(exists == none);

@@ -34,7 +34,7 @@ rdb::Payload Parse(const std::string& payload) {
 }
 
 std::string DumpOf(Db& db, std::string_view key) {
-  auto d = db.Dump(0, key);
+  auto d = db.Dump(kAlone, 0, key);
   REQUIRE(d.ok());
   REQUIRE(d->has_value());
   return **d;
@@ -45,7 +45,7 @@ std::vector<std::string> Chunks(Db& db, std::string_view key) {
   std::vector<std::string> out;
   int64_t it = 0;
   while (true) {
-    auto c = db.CfScanDump(0, key, it);
+    auto c = db.CfScanDump(kAlone, 0, key, it);
     REQUIRE(c.ok());
     if (c->next == 0) {
       return out;
@@ -60,9 +60,12 @@ std::vector<std::string> Chunks(Db& db, std::string_view key) {
 TEST_CASE("Restore of a dumped filter is byte-identical, under a new version", "[dump]") {
   TestDb t;
   const CfSettings src_settings = SmallPages(64);
-  REQUIRE(t.db().CfReserve(0, "src", Reserve(400, 4, 2), src_settings).ok());
+  REQUIRE(t.db().CfReserve(kAlone, 0, "src", Reserve(400, 4, 2), src_settings).ok());
   std::vector<std::string> owned;
-  REQUIRE(t.db().CfInsert(0, "src", ItemList(owned, 1500, "x"), false, true, 0, src_settings).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "src", ItemList(owned, 1500, "x"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, src_settings)
+              .ok());
   const std::string payload = DumpOf(t.db(), "src");
   const auto p = Parse(payload);
   CHECK(p.filter.num_filters > 1);
@@ -74,15 +77,15 @@ TEST_CASE("Restore of a dumped filter is byte-identical, under a new version", "
   CHECK(*r);
   CHECK(DumpOf(t.db(), "dst") == payload);
   CHECK(Chunks(t.db(), "dst") == Chunks(t.db(), "src"));
-  auto src = t.db().CfInfo(0, "src");
-  auto dst = t.db().CfInfo(0, "dst");
+  auto src = t.db().CfInfo(kAlone, 0, "src");
+  auto dst = t.db().CfInfo(kAlone, 0, "dst");
   REQUIRE(src.ok());
   REQUIRE(dst.ok());
   CHECK(dst->version != src->version);
   CHECK(dst->cuckoo.page_size == 100);
   CHECK(dst->cuckoo.filter.num_items == src->cuckoo.filter.num_items);
   CHECK(dst->cuckoo.base_capacity == 0);  // the item count is the payload's word
-  auto found = t.db().CfLookup(0, "dst", ItemList(owned, 1500, "x"), false);
+  auto found = t.db().CfLookup(kAlone, 0, "dst", ItemList(owned, 1500, "x"), false);
   REQUIRE(found.ok());
   for (uint64_t f : *found) {
     CHECK(f == 1);
@@ -92,11 +95,14 @@ TEST_CASE("Restore of a dumped filter is byte-identical, under a new version", "
 TEST_CASE("Restore writes only pages that hold a fingerprint", "[dump]") {
   TestDb t;
   const CfSettings s = SmallPages(64);
-  REQUIRE(t.db().CfReserve(0, "sparse", Reserve(4096, 2), s).ok());
+  REQUIRE(t.db().CfReserve(kAlone, 0, "sparse", Reserve(4096, 2), s).ok());
   std::vector<std::string> owned;
-  REQUIRE(t.db().CfInsert(0, "sparse", ItemList(owned, 3, "y"), false, true, 0, s).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "sparse", ItemList(owned, 3, "y"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+              .ok());
   REQUIRE(t.db().Restore(0, "copy", Parse(DumpOf(t.db(), "sparse")), 0, s).ok());
-  auto meta = t.db().CfInfo(0, "copy");
+  auto meta = t.db().CfInfo(kAlone, 0, "copy");
   REQUIRE(meta.ok());
   const auto pages = PagesWithPrefix(t.engine(), EncodePagePrefix(0, "copy", meta->version));
   CHECK(pages.size() >= 1);
@@ -112,12 +118,15 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
   REQUIRE(static_cast<uint8_t>(string_payload[1]) == 0xc3);  // LZF
 
   SECTION("a filter over a string, with an expiry") {
-    REQUIRE(t.db().CfReserve(0, "f", Reserve(1000, 2), s).ok());
+    REQUIRE(t.db().CfReserve(kAlone, 0, "f", Reserve(1000, 2), s).ok());
     std::vector<std::string> owned;
-    REQUIRE(t.db().CfInsert(0, "f", ItemList(owned, 100, "z"), false, true, 0, s).ok());
+    REQUIRE(t.db()
+                .CfInsert(kAlone, 0, "f", ItemList(owned, 100, "z"),
+                          InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+                .ok());
     const uint64_t at = NowMs() + 3600 * 1000;
     REQUIRE(t.db().Restore(0, "str", Parse(DumpOf(t.db(), "f")), at, s).ok());
-    auto m = t.db().Get(0, "str");
+    auto m = t.db().Get(kAlone, 0, "str");
     REQUIRE(m.ok());
     REQUIRE(m->has_value());
     CHECK((*m)->type == KeyType::kCuckoo);
@@ -133,9 +142,12 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     CHECK_FALSE(*r);
   }
   SECTION("damaged LZF bytes: the old key kept, no new page (a small filter: one batch)") {
-    REQUIRE(t.db().CfReserve(0, "big", Reserve(8192, 2), s).ok());
+    REQUIRE(t.db().CfReserve(kAlone, 0, "big", Reserve(8192, 2), s).ok());
     std::vector<std::string> owned;
-    REQUIRE(t.db().CfInsert(0, "big", ItemList(owned, 2000, "w"), false, true, 0, s).ok());
+    REQUIRE(t.db()
+                .CfInsert(kAlone, 0, "big", ItemList(owned, 2000, "w"),
+                          InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+                .ok());
     const std::string dump = DumpOf(t.db(), "big");  // (the payload's strings point into it)
     auto p = Parse(dump);
     REQUIRE(p.sub_filters[0].kind == rdb::EncodedString::Kind::kLzf);
@@ -146,13 +158,13 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     CHECK(r.status().code() == Code::kInvalid);
     CHECK(r.status().message() == "ERR Bad data format");
     CHECK(AllPages(t.engine()).size() == pages_before);
-    auto m = t.db().Get(0, "str");
+    auto m = t.db().Get(kAlone, 0, "str");
     REQUIRE(m.ok());
     REQUIRE(m->has_value());
     CHECK((*m)->value == std::string(300, 'a'));
   }
   SECTION("a filter larger than cf-max-filter-bytes") {
-    REQUIRE(t.db().CfReserve(0, "wide", Reserve(1 << 16, 1), s).ok());
+    REQUIRE(t.db().CfReserve(kAlone, 0, "wide", Reserve(1 << 16, 1), s).ok());
     const std::string dump = DumpOf(t.db(), "wide");
     auto p = Parse(dump);
     CfSettings small = s;
@@ -235,16 +247,19 @@ TEST_CASE("Copy of a filter: the same bytes under a new version, independent aft
           "[dump][copy]") {
   TestDb t;
   const CfSettings s = SmallPages(64);
-  REQUIRE(t.db().CfReserve(0, "src", Reserve(400, 4, 2), s).ok());
+  REQUIRE(t.db().CfReserve(kAlone, 0, "src", Reserve(400, 4, 2), s).ok());
   std::vector<std::string> owned;
-  REQUIRE(t.db().CfInsert(0, "src", ItemList(owned, 1500, "x"), false, true, 0, s).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "src", ItemList(owned, 1500, "x"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+              .ok());
   REQUIRE(t.db().SetExpire(0, "src", NowMs() + 100000).ok());
 
   auto r = t.db().Copy(0, "src", 3, "dst", false);
   REQUIRE(r.ok());
   CHECK(*r);
-  auto src = t.db().CfInfo(0, "src");
-  auto dst = t.db().CfInfo(3, "dst");
+  auto src = t.db().CfInfo(kAlone, 0, "src");
+  auto dst = t.db().CfInfo(kAlone, 3, "dst");
   REQUIRE(src.ok());
   REQUIRE(dst.ok());
   CHECK(dst->version != src->version);
@@ -257,14 +272,17 @@ TEST_CASE("Copy of a filter: the same bytes under a new version, independent aft
   for (size_t i = 0; i < src_pages.size(); ++i) {
     CHECK(src_pages[i].value == dst_pages[i].value);
   }
-  auto found = t.db().CfLookup(3, "dst", ItemList(owned, 1500, "x"), false);
+  auto found = t.db().CfLookup(kAlone, 3, "dst", ItemList(owned, 1500, "x"), false);
   REQUIRE(found.ok());
   CHECK(std::count(found->begin(), found->end(), 1) == 1500);
 
   // Independent: adding to the copy leaves the source as it was.
   std::vector<std::string> more;
-  REQUIRE(t.db().CfInsert(3, "dst", ItemList(more, 50, "new"), false, true, 0, s).ok());
-  auto src_after = t.db().CfInfo(0, "src");
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 3, "dst", ItemList(more, 50, "new"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+              .ok());
+  auto src_after = t.db().CfInfo(kAlone, 0, "src");
   REQUIRE(src_after.ok());
   CHECK(src_after->size == src->size);
   CHECK(PagesWithPrefix(t.engine(), EncodePagePrefix(0, "src", src->version)).size() ==
@@ -272,10 +290,10 @@ TEST_CASE("Copy of a filter: the same bytes under a new version, independent aft
 
   // Compaction keeps both (each is named by its metadata).
   REQUIRE(t.engine().CompactAll().ok());
-  auto again = t.db().CfLookup(0, "src", ItemList(owned, 1500, "x"), false);
+  auto again = t.db().CfLookup(kAlone, 0, "src", ItemList(owned, 1500, "x"), false);
   REQUIRE(again.ok());
   CHECK(std::count(again->begin(), again->end(), 1) == 1500);
-  again = t.db().CfLookup(3, "dst", ItemList(owned, 1500, "x"), false);
+  again = t.db().CfLookup(kAlone, 3, "dst", ItemList(owned, 1500, "x"), false);
   REQUIRE(again.ok());
   CHECK(std::count(again->begin(), again->end(), 1) == 1500);
 }
@@ -289,23 +307,26 @@ TEST_CASE("Copy refuses an existing destination without replace, and a key onto 
   auto r = t.db().Copy(0, "a", 0, "b", false);
   REQUIRE(r.ok());
   CHECK_FALSE(*r);
-  CHECK(t.db().Get(0, "b").value()->value == "vb");
+  CHECK(t.db().Get(kAlone, 0, "b").value()->value == "vb");
   r = t.db().Copy(0, "missing", 0, "c", true);
   REQUIRE(r.ok());
   CHECK_FALSE(*r);
-  CHECK_FALSE(t.db().Exists(0, "c").value());
+  CHECK_FALSE(t.db().Exists(kAlone, 0, "c").value());
   CHECK(t.db().Copy(0, "a", 0, "a", true).status().code() == Code::kInvalid);
   CHECK(t.db().Copy(0, "a", 1, "a", false).value());  // another namespace: not the same
 
   // REPLACE over a renamed filter drops its alias; the copy of a renamed filter owns its pages.
-  REQUIRE(t.db().CfReserve(0, "f", Reserve(100), s).ok());
+  REQUIRE(t.db().CfReserve(kAlone, 0, "f", Reserve(100), s).ok());
   std::vector<std::string> owned;
-  REQUIRE(t.db().CfInsert(0, "f", ItemList(owned, 20, "i"), false, true, 0, s).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "f", ItemList(owned, 20, "i"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+              .ok());
   REQUIRE(t.db().Rename(0, "f", "g", false).ok());
   r = t.db().Copy(0, "g", 0, "b", true);
   REQUIRE(r.ok());
   CHECK(*r);
-  auto b = t.db().CfInfo(0, "b");
+  auto b = t.db().CfInfo(kAlone, 0, "b");
   REQUIRE(b.ok());
   CHECK(b->cuckoo.owner.empty());
   REQUIRE(t.db().Copy(0, "a", 0, "g", true).value());  // g (renamed filter) replaced by a string
@@ -315,7 +336,7 @@ TEST_CASE("Copy refuses an existing destination without replace, and a key onto 
   }
   CHECK_FALSE(alias_left);
   REQUIRE(t.engine().CompactAll().ok());
-  auto found = t.db().CfLookup(0, "b", ItemList(owned, 20, "i"), false);
+  auto found = t.db().CfLookup(kAlone, 0, "b", ItemList(owned, 20, "i"), false);
   REQUIRE(found.ok());
   CHECK(std::count(found->begin(), found->end(), 1) == 20);
 }
@@ -343,20 +364,23 @@ TEST_CASE("A large copy is written in several batches", "[dump][copy]") {
 TEST_CASE("Move takes a key to another namespace, or refuses", "[dump][copy]") {
   TestDb t;
   const CfSettings s = SmallPages(64);
-  REQUIRE(t.db().CfReserve(0, "f", Reserve(400, 4), s).ok());
+  REQUIRE(t.db().CfReserve(kAlone, 0, "f", Reserve(400, 4), s).ok());
   std::vector<std::string> owned;
-  REQUIRE(t.db().CfInsert(0, "f", ItemList(owned, 300, "m"), false, true, 0, s).ok());
+  REQUIRE(t.db()
+              .CfInsert(kAlone, 0, "f", ItemList(owned, 300, "m"),
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, s)
+              .ok());
   REQUIRE(t.db().SetString(2, "f", "taken", 0, false).ok());
   auto r = t.db().Move(0, 2, "f");
   REQUIRE(r.ok());
   CHECK_FALSE(*r);  // the target holds the key
-  CHECK(t.db().Exists(0, "f").value());
+  CHECK(t.db().Exists(kAlone, 0, "f").value());
   REQUIRE(t.db().Delete(2, "f").value());
   r = t.db().Move(0, 2, "f");
   REQUIRE(r.ok());
   CHECK(*r);
-  CHECK_FALSE(t.db().Exists(0, "f").value());
-  auto found = t.db().CfLookup(2, "f", ItemList(owned, 300, "m"), false);
+  CHECK_FALSE(t.db().Exists(kAlone, 0, "f").value());
+  auto found = t.db().CfLookup(kAlone, 2, "f", ItemList(owned, 300, "m"), false);
   REQUIRE(found.ok());
   CHECK(std::count(found->begin(), found->end(), 1) == 300);
   // The source's pages are dead: compaction drops them.
@@ -368,7 +392,7 @@ TEST_CASE("Move takes a key to another namespace, or refuses", "[dump][copy]") {
   CHECK(t.db().Move(2, 2, "f").status().code() == Code::kInvalid);
   REQUIRE(t.db().SetString(0, "s", "v", NowMs() + 50000, false).ok());
   REQUIRE(t.db().Move(0, 1, "s").value());
-  auto moved = t.db().Get(1, "s");
+  auto moved = t.db().Get(kAlone, 1, "s");
   REQUIRE(moved.ok());
   REQUIRE(moved->has_value());
   CHECK((*moved)->value == "v");

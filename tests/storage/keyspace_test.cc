@@ -48,35 +48,35 @@ std::map<std::string, int> ScanAll(Db& db, uint16_t ns, std::string_view pattern
 TEST_CASE("strings: SET, GET, EXISTS and DEL", "[keyspace]") {
   TestDb t;
   Db& db = t.db();
-  auto missing = db.Get(0, "k");
+  auto missing = db.Get(kAlone, 0, "k");
   REQUIRE(missing.ok());
   CHECK_FALSE(missing->has_value());
-  CHECK_FALSE(*db.Exists(0, "k"));
+  CHECK_FALSE(*db.Exists(kAlone, 0, "k"));
 
   REQUIRE(db.SetString(0, "k", std::string("v\0x", 3), 0, false).ok());
-  auto got = db.Get(0, "k");
+  auto got = db.Get(kAlone, 0, "k");
   REQUIRE(got.ok());
   REQUIRE(got->has_value());
   CHECK((*got)->type == KeyType::kString);
   CHECK((*got)->value == std::string("v\0x", 3));
   CHECK((*got)->expire_ms == 0);
-  CHECK(*db.Exists(0, "k"));
+  CHECK(*db.Exists(kAlone, 0, "k"));
 
   SECTION("namespaces are separate") {
-    CHECK_FALSE(*db.Exists(1, "k"));
+    CHECK_FALSE(*db.Exists(kAlone, 1, "k"));
     REQUIRE(db.SetString(1, "k", "other", 0, false).ok());
-    CHECK((*db.Get(0, "k"))->value == std::string("v\0x", 3));
-    CHECK((*db.Get(1, "k"))->value == "other");
+    CHECK((*db.Get(kAlone, 0, "k"))->value == std::string("v\0x", 3));
+    CHECK((*db.Get(kAlone, 1, "k"))->value == "other");
   }
   SECTION("overwrite replaces the value") {
     REQUIRE(db.SetString(0, "k", "new", 0, false).ok());
-    CHECK((*db.Get(0, "k"))->value == "new");
+    CHECK((*db.Get(kAlone, 0, "k"))->value == "new");
   }
   SECTION("DEL removes the key once") {
     auto d = db.Delete(0, "k");
     REQUIRE(d.ok());
     CHECK(*d);
-    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "k"));
     CHECK_FALSE(RawMeta(t.engine(), 0, "k").has_value());
     auto again = db.Delete(0, "k");
     REQUIRE(again.ok());
@@ -84,7 +84,7 @@ TEST_CASE("strings: SET, GET, EXISTS and DEL", "[keyspace]") {
   }
   SECTION("the empty key is a key") {
     REQUIRE(db.SetString(0, "", "e", 0, false).ok());
-    CHECK(*db.Exists(0, ""));
+    CHECK(*db.Exists(kAlone, 0, ""));
     CHECK(*db.DbSize(0) == 2);
   }
 }
@@ -100,25 +100,25 @@ TEST_CASE("expiry: an expired key reads as absent everywhere", "[keyspace]") {
     auto r = db.SetExpire(0, "k", at);
     REQUIRE(r.ok());
     CHECK(*r);
-    CHECK((*db.Get(0, "k"))->expire_ms == at);
-    CHECK(*db.Exists(0, "k"));
+    CHECK((*db.Get(kAlone, 0, "k"))->expire_ms == at);
+    CHECK(*db.Exists(kAlone, 0, "k"));
     CHECK(*db.DbSize(0) == 2);
     SECTION("SetExpire 0 persists it") {
       REQUIRE(*db.SetExpire(0, "k", 0));
-      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+      CHECK((*db.Get(kAlone, 0, "k"))->expire_ms == 0);
     }
     SECTION("SET with keep_ttl keeps the expiry; without it clears it") {
       REQUIRE(db.SetString(0, "k", "v2", 0, true).ok());
-      CHECK((*db.Get(0, "k"))->expire_ms == at);
-      CHECK((*db.Get(0, "k"))->value == "v2");
+      CHECK((*db.Get(kAlone, 0, "k"))->expire_ms == at);
+      CHECK((*db.Get(kAlone, 0, "k"))->value == "v2");
       REQUIRE(db.SetString(0, "k", "v3", 0, false).ok());
-      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+      CHECK((*db.Get(kAlone, 0, "k"))->expire_ms == 0);
     }
   }
   SECTION("an expiry in the past hides the key, though the record is still stored") {
     REQUIRE(*db.SetExpire(0, "k", NowMs() - 1));
-    CHECK_FALSE(db.Get(0, "k")->has_value());
-    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK_FALSE(db.Get(kAlone, 0, "k")->has_value());
+    CHECK_FALSE(*db.Exists(kAlone, 0, "k"));
     CHECK(*db.DbSize(0) == 1);
     CHECK(*db.Keys(0, "*") == std::vector<std::string>{"other"});
     CHECK(ScanAll(db, 0, "", 10, "") == std::map<std::string, int>{{"other", 1}});
@@ -128,19 +128,19 @@ TEST_CASE("expiry: an expired key reads as absent everywhere", "[keyspace]") {
     CHECK(RawMeta(t.engine(), 0, "k").has_value());
     SECTION("SET revives the name as a new key") {
       REQUIRE(db.SetString(0, "k", "fresh", 0, true).ok());
-      CHECK((*db.Get(0, "k"))->value == "fresh");
-      CHECK((*db.Get(0, "k"))->expire_ms == 0);
+      CHECK((*db.Get(kAlone, 0, "k"))->value == "fresh");
+      CHECK((*db.Get(kAlone, 0, "k"))->expire_ms == 0);
     }
   }
   SECTION("SetExpire of a missing key is false") {
     auto r = db.SetExpire(0, "nope", NowMs() + 1000);
     REQUIRE(r.ok());
     CHECK_FALSE(*r);
-    CHECK_FALSE(*db.Exists(0, "nope"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "nope"));
   }
   SECTION("Expire deletes now") {
     REQUIRE(*db.Expire(0, "k"));
-    CHECK_FALSE(*db.Exists(0, "k"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "k"));
     CHECK_FALSE(RawMeta(t.engine(), 0, "k").has_value());
   }
 }
@@ -152,39 +152,39 @@ TEST_CASE("RENAME of strings", "[keyspace]") {
   REQUIRE(db.SetString(0, "b", "vb", 0, false).ok());
 
   SECTION("moves the value and the expiry") {
-    const uint64_t expire = (*db.Get(0, "a"))->expire_ms;
+    const uint64_t expire = (*db.Get(kAlone, 0, "a"))->expire_ms;
     auto r = db.Rename(0, "a", "c", false);
     REQUIRE(r.ok());
     CHECK(*r);
-    CHECK_FALSE(*db.Exists(0, "a"));
-    CHECK((*db.Get(0, "c"))->value == "va");
-    CHECK((*db.Get(0, "c"))->expire_ms == expire);
+    CHECK_FALSE(*db.Exists(kAlone, 0, "a"));
+    CHECK((*db.Get(kAlone, 0, "c"))->value == "va");
+    CHECK((*db.Get(kAlone, 0, "c"))->expire_ms == expire);
   }
   SECTION("overwrites an existing destination") {
     REQUIRE(*db.Rename(0, "a", "b", false));
-    CHECK((*db.Get(0, "b"))->value == "va");
+    CHECK((*db.Get(kAlone, 0, "b"))->value == "va");
     CHECK(*db.DbSize(0) == 1);
   }
   SECTION("NX refuses an existing destination and changes nothing") {
     auto r = db.Rename(0, "a", "b", true);
     REQUIRE(r.ok());
     CHECK_FALSE(*r);
-    CHECK((*db.Get(0, "a"))->value == "va");
-    CHECK((*db.Get(0, "b"))->value == "vb");
+    CHECK((*db.Get(kAlone, 0, "a"))->value == "va");
+    CHECK((*db.Get(kAlone, 0, "b"))->value == "vb");
   }
   SECTION("NX to a free name renames") {
     REQUIRE(*db.Rename(0, "a", "z", true));
-    CHECK((*db.Get(0, "z"))->value == "va");
+    CHECK((*db.Get(kAlone, 0, "z"))->value == "va");
   }
   SECTION("a missing source is kNotFound") {
     auto r = db.Rename(0, "missing", "x", false);
     CHECK(r.status().code() == Code::kNotFound);
-    CHECK_FALSE(*db.Exists(0, "x"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "x"));
   }
   SECTION("renaming a key to itself keeps it (NX answers false)") {
     CHECK(*db.Rename(0, "a", "a", false));
     CHECK_FALSE(*db.Rename(0, "a", "a", true));
-    CHECK((*db.Get(0, "a"))->value == "va");
+    CHECK((*db.Get(kAlone, 0, "a"))->value == "va");
   }
 }
 
@@ -196,7 +196,9 @@ TEST_CASE("FLUSHDB clears one namespace, FLUSHALL every one", "[keyspace]") {
   for (uint16_t ns : {0, 1, 2, 0xffff}) {
     REQUIRE(db.SetString(ns, "s", "v", 0, false).ok());
     REQUIRE(db.SetString(ns, "s2", "v", 0, false).ok());
-    REQUIRE(db.CfInsert(ns, "f", items.views, false, false, 1000, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, ns, "f", items.views,
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+                .ok());
   }
   // A renamed filter (alias record in the default CF) in namespace 1.
   REQUIRE(*db.Rename(1, "f", "g", false));
@@ -208,13 +210,13 @@ TEST_CASE("FLUSHDB clears one namespace, FLUSHALL every one", "[keyspace]") {
       REQUIRE(db.FlushDb(ns).ok());
       CHECK(*db.DbSize(ns) == 0);
       CHECK(db.Keys(ns, "*")->empty());
-      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
+      CHECK(*db.CfLookup(kAlone, ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
     }
-    CHECK(*db.CfLookup(1, "g", items.views, false) == std::vector<uint64_t>(20, 0));
+    CHECK(*db.CfLookup(kAlone, 1, "g", items.views, false) == std::vector<uint64_t>(20, 0));
     for (uint16_t ns : {0, 2}) {
       CHECK(*db.DbSize(ns) == 3);
       CHECK(Sorted(*db.Keys(ns, "*")) == std::vector<std::string>{"f", "s", "s2"});
-      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+      CHECK(*db.CfLookup(kAlone, ns, "f", items.views, false) == std::vector<uint64_t>(20, 1));
     }
     CHECK(AllPages(t.engine()).size() == 2 * pages_per_ns);
     for (const auto& p : AllPages(t.engine())) {
@@ -233,13 +235,13 @@ TEST_CASE("FLUSHDB clears one namespace, FLUSHALL every one", "[keyspace]") {
     REQUIRE(db.FlushAll().ok());
     for (uint16_t ns : {0, 1, 2, 0xffff}) {
       CHECK(*db.DbSize(ns) == 0);
-      CHECK(*db.CfLookup(ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
+      CHECK(*db.CfLookup(kAlone, ns, "f", items.views, false) == std::vector<uint64_t>(20, 0));
     }
     CHECK(AllPages(t.engine()).empty());
     CHECK(AllRecords(t.engine(), t.engine().metadata_cf()).empty());
     // The version high-water mark survives: a new filter never reuses an old version.
-    REQUIRE(db.CfReserve(0, "f", Reserve(100), settings).ok());
-    CHECK(db.CfInfo(0, "f")->version > before);
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(100), settings).ok());
+    CHECK(db.CfInfo(kAlone, 0, "f")->version > before);
   }
 }
 
@@ -250,7 +252,7 @@ TEST_CASE("DBSIZE counts live keys of one namespace", "[keyspace]") {
   for (int i = 0; i < 25; ++i) {
     REQUIRE(db.SetString(0, "k" + std::to_string(i), "v", 0, false).ok());
   }
-  REQUIRE(db.CfReserve(0, "filter", Reserve(100), CfSettings()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "filter", Reserve(100), CfSettings()).ok());
   REQUIRE(db.SetString(3, "elsewhere", "v", 0, false).ok());
   CHECK(*db.DbSize(0) == 26);
   CHECK(*db.DbSize(3) == 1);
@@ -272,7 +274,7 @@ TEST_CASE("SCAN visits every key exactly once when nothing changes", "[keyspace]
   }
   for (int i = 0; i < 40; ++i) {
     const std::string k = "cf:" + std::to_string(i);
-    REQUIRE(db.CfReserve(0, k, Reserve(64), CfSettings()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, k, Reserve(64), CfSettings()).ok());
     filters.insert(k);
   }
   REQUIRE(db.SetString(1, "key:other-ns", "v", 0, false).ok());
@@ -449,20 +451,23 @@ TEST_CASE("RANDOMKEY picks a live key of the namespace", "[keyspace]") {
 TEST_CASE("DiskUsage covers a key's metadata and pages", "[keyspace]") {
   TestDb t;
   Db& db = t.db();
-  CHECK(db.DiskUsage(0, "missing").status().code() == Code::kNotFound);
+  CHECK(db.DiskUsage(kAlone, 0, "missing").status().code() == Code::kNotFound);
   REQUIRE(db.SetString(0, "s", std::string(100, 'x'), 0, false).ok());
-  auto s = db.DiskUsage(0, "s");
+  auto s = db.DiskUsage(kAlone, 0, "s");
   REQUIRE(s.ok());
   CHECK(*s >= 100);
   const auto items = Items::Make("du-", 0, 2000);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 4000, SmallPages(64)).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 4000},
+                      SmallPages(64))
+              .ok());
   REQUIRE(t.engine().Flush().ok());
-  auto f = db.DiskUsage(0, "f");
+  auto f = db.DiskUsage(kAlone, 0, "f");
   REQUIRE(f.ok());
   // 2000 one-byte fingerprints spread over 64-byte pages: well over a kilobyte on disk.
   CHECK(*f > 2000);
   REQUIRE(*db.Rename(0, "f", "g", false));
-  CHECK(*db.DiskUsage(0, "g") > 2000);
+  CHECK(*db.DiskUsage(kAlone, 0, "g") > 2000);
 }
 
 TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspace]") {
@@ -477,13 +482,15 @@ TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspa
     }
     return n;
   };
-  REQUIRE(db.CfInsert(0, "f", items.views, false, false, 1000, settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+              .ok());
   REQUIRE(aliases() == 0);
   REQUIRE(*db.Rename(0, "f", "g", false));
   REQUIRE(aliases() == 1);
   REQUIRE(*db.Rename(0, "g", "h", false));  // the same alias, pointing elsewhere
   REQUIRE(aliases() == 1);
-  CHECK(*db.CfLookup(0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
 
   SECTION("DEL") {
     REQUIRE(*db.Delete(0, "h"));
@@ -499,20 +506,22 @@ TEST_CASE("a rename alias lives exactly as long as the renamed filter", "[keyspa
     CHECK(aliases() == 0);
   }
   SECTION("overwritten by RENAME of another renamed filter") {
-    REQUIRE(db.CfInsert(0, "f2", items.views, false, false, 1000, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f2", items.views,
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 1000}, settings)
+                .ok());
     REQUIRE(*db.Rename(0, "f2", "x", false));
     REQUIRE(aliases() == 2);
     REQUIRE(*db.Rename(0, "x", "h", false));
     CHECK(aliases() == 1);  // only f2's
-    CHECK(*db.CfLookup(0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "h", items.views, false) == std::vector<uint64_t>(20, 1));
   }
   SECTION("renamed back to the name its pages are stored under") {
     REQUIRE(*db.Rename(0, "h", "f", false));
     CHECK(aliases() == 0);
-    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
     // the pages are still the live filter's: a full compaction keeps them
     REQUIRE(t.engine().CompactAll().ok());
-    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
+    CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(20, 1));
   }
 }
 
@@ -528,8 +537,8 @@ TEST_CASE("SwapDatabases swaps namespaces, persists the map, and reverts to none
   CHECK(t.db().DbOfNamespace(1) == 0);
   CHECK(t.db().DbOfNamespace(0) == 1);
   // The data did not move: only the map changed.
-  CHECK(t.db().Get(0, "k").value()->value == "zero");
-  CHECK(t.db().Get(t.db().Namespace(0), "k").value()->value == "one");
+  CHECK(t.db().Get(kAlone, 0, "k").value()->value == "zero");
+  CHECK(t.db().Get(kAlone, t.db().Namespace(0), "k").value()->value == "one");
 
   REQUIRE(t.db().SwapDatabases(1, 5).ok());  // db1 -> ns5, db5 -> ns0
   CHECK(t.db().Namespace(1) == 5);
@@ -543,7 +552,7 @@ TEST_CASE("SwapDatabases swaps namespaces, persists the map, and reverts to none
   CHECK(t.db().Namespace(1) == 5);
   CHECK(t.db().Namespace(5) == 0);
   CHECK(t.db().DbOfNamespace(5) == 1);
-  CHECK(t.db().Get(t.db().Namespace(5), "k").value()->value == "zero");
+  CHECK(t.db().Get(kAlone, t.db().Namespace(5), "k").value()->value == "zero");
 
   // Back to every database under its own namespace: the record goes.
   REQUIRE(t.db().SwapDatabases(1, 5).ok());
@@ -590,7 +599,7 @@ TEST_CASE("A replicated SWAPDB batch changes the replica's map", "[swapdb]") {
   CHECK(batches == 2);
   CHECK(replica.db().Namespace(0) == 3);
   CHECK(replica.db().Namespace(3) == 0);
-  CHECK(replica.db().Get(replica.db().Namespace(0), "k").value()->value == "v");
+  CHECK(replica.db().Get(kAlone, replica.db().Namespace(0), "k").value()->value == "v");
 }
 
 TEST_CASE("A replica keeps the pages of a filter written in several batches until its metadata",
@@ -631,7 +640,7 @@ TEST_CASE("A replica keeps the pages of a filter written in several batches unti
   CHECK(AllPages(replica.engine()).size() == pages_before);  // pinned: no metadata names them yet
   REQUIRE(replica.db().ApplyReplicated(batches.back()).ok());
   REQUIRE(replica.engine().CompactAll().ok());
-  auto copied = replica.db().Dump(0, "dst");
+  auto copied = replica.db().Dump(kAlone, 0, "dst");
   REQUIRE(copied.ok());
   REQUIRE(copied->has_value());
   CHECK(**copied == payload);

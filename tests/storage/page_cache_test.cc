@@ -42,10 +42,12 @@ TEST_CASE("a lookup loads only the candidate pages, with one MultiGet", "[page_c
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());  // 16 pages
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());  // 16 pages
   const auto items = Items::Make("pl-", 0, 100);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, settings).ok());
-  const auto meta = db.CfInfo(0, "f")->cuckoo.filter;
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  const auto meta = db.CfInfo(kAlone, 0, "f")->cuckoo.filter;
   REQUIRE(meta.num_filters == 1);
 
   SECTION("one item in a one-sub-filter filter: at most 2 pages") {
@@ -57,13 +59,13 @@ TEST_CASE("a lookup loads only the candidate pages, with one MultiGet", "[page_c
       for (bool count : {false, true}) {
         db.cache().Clear();  // what a lookup reads from RocksDB when nothing is cached
         const uint64_t before = db.pages_loaded();
-        REQUIRE(*db.CfLookup(0, "f", {item}, count) == std::vector<uint64_t>{1});
+        REQUIRE(*db.CfLookup(kAlone, 0, "f", {item}, count) == std::vector<uint64_t>{1});
         const uint64_t loaded = db.pages_loaded() - before;
         CHECK(loaded <= 2);
         CHECK(loaded == want);
         // The same lookup again is served by the in-memory cache.
         const uint64_t again = db.pages_loaded();
-        REQUIRE(*db.CfLookup(0, "f", {item}, count) == std::vector<uint64_t>{1});
+        REQUIRE(*db.CfLookup(kAlone, 0, "f", {item}, count) == std::vector<uint64_t>{1});
         CHECK(db.pages_loaded() == again);
       }
     }
@@ -72,24 +74,26 @@ TEST_CASE("a lookup loads only the candidate pages, with one MultiGet", "[page_c
   SECTION("an absent item and a missing page count too") {
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    REQUIRE(*db.CfLookup(0, "f", {"not-there"}, false) == std::vector<uint64_t>{0});
+    REQUIRE(*db.CfLookup(kAlone, 0, "f", {"not-there"}, false) == std::vector<uint64_t>{0});
     CHECK(db.pages_loaded() - before == CandidatePages(meta, 64, "not-there"));
   }
   SECTION("many items share page reads") {
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    REQUIRE(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(100, 1));
+    REQUIRE(*db.CfLookup(kAlone, 0, "f", items.views, false) == std::vector<uint64_t>(100, 1));
     CHECK(db.pages_loaded() - before <= 16);
   }
   SECTION("a filter of several sub-filters: at most 2 pages each") {
-    REQUIRE(db.CfReserve(0, "g", Reserve(64, 2, 2), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "g", Reserve(64, 2, 2), settings).ok());
     const auto many = Items::Make("g-", 0, 250);
-    REQUIRE(db.CfInsert(0, "g", many.views, false, true, 0, settings).ok());
-    const auto gmeta = db.CfInfo(0, "g")->cuckoo.filter;
+    REQUIRE(db.CfInsert(kAlone, 0, "g", many.views,
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    const auto gmeta = db.CfInfo(kAlone, 0, "g")->cuckoo.filter;
     REQUIRE(gmeta.num_filters >= 3);
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    REQUIRE(*db.CfLookup(0, "g", {"g-7"}, false) == std::vector<uint64_t>{1});
+    REQUIRE(*db.CfLookup(kAlone, 0, "g", {"g-7"}, false) == std::vector<uint64_t>{1});
     const uint64_t loaded = db.pages_loaded() - before;
     CHECK(loaded <= 2 * gmeta.num_filters);
     CHECK(loaded == CandidatePages(gmeta, 64, "g-7"));
@@ -100,10 +104,12 @@ TEST_CASE("PageCache reads each page at most once", "[page_cache]") {
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());
   const auto items = Items::Make("once-", 0, 50);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, settings).ok());
-  const Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  const Metadata meta = *db.CfInfo(kAlone, 0, "f");
   const auto& fm = meta.cuckoo.filter;
   PageCache cache(&t.engine(), nullptr, FilterPrefix(db, 0, "f"), &fm, 64);
 
@@ -152,8 +158,8 @@ TEST_CASE("PageCache byte ranges span pages, including the short last one", "[pa
   Db& db = t.db();
   // 3-slot buckets in 64-byte pages: 63 bytes a page; 64 buckets = 192 bytes = 63+63+63+3.
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(192, 3), settings).ok());
-  const Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(192, 3), settings).ok());
+  const Metadata meta = *db.CfInfo(kAlone, 0, "f");
   const std::string prefix = FilterPrefix(db, 0, "f");
   std::string bytes(192, '\0');
   for (size_t i = 0; i < bytes.size(); ++i) {
@@ -239,8 +245,8 @@ TEST_CASE("PageCache::NextMaybeNonEmpty skips pages that are not stored", "[page
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());  // 512 buckets, 32 a page
-  Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());  // 512 buckets, 32 a page
+  Metadata meta = *db.CfInfo(kAlone, 0, "f");
   meta.cuckoo.filter.num_filters = 2;  // sub-filter 1 has no pages at all
   const std::string prefix = FilterPrefix(db, 0, "f");
   {
@@ -266,8 +272,8 @@ TEST_CASE("PageCache reports a wrong-length page as corruption", "[page_cache]")
   TestDb t;
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1024), settings).ok());
-  const Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1024), settings).ok());
+  const Metadata meta = *db.CfInfo(kAlone, 0, "f");
   const std::string prefix = FilterPrefix(db, 0, "f");
   REQUIRE(t.engine()
               .db()
@@ -289,8 +295,8 @@ TEST_CASE("PageCache::Checkpoint commits dirty pages with the metadata once enou
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   // 2^20 two-slot buckets in 64-byte pages: 32768 pages.
-  REQUIRE(db.CfReserve(0, "f", Reserve(1 << 21), settings).ok());
-  const Metadata meta = *db.CfInfo(0, "f");
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1 << 21), settings).ok());
+  const Metadata meta = *db.CfInfo(kAlone, 0, "f");
   const std::string prefix = FilterPrefix(db, 0, "f");
   PageCache c(&t.engine(), nullptr, prefix, &meta.cuckoo.filter, 64);
   int checkpoints = 0;
@@ -372,22 +378,23 @@ TEST_CASE("CF.COMPACT of a large sub-filter commits in several batches and loses
   }
   header.num_items = items.size();
   std::vector<std::string_view> views(items.begin(), items.end());
-  REQUIRE(db.CfLoadChunk(0, "f", 1, core::EncodeHeader(header), settings).ok());
+  REQUIRE(db.CfLoadChunk(kAlone, 0, "f", 1, core::EncodeHeader(header), settings).ok());
   // Sub-filter 1 occupies bytes [kBuckets, 2 * kBuckets) of the dump; its chunk's iterator is
   // the position after it.
-  REQUIRE(db.CfLoadChunk(0, "f", static_cast<int64_t>(2 * kBuckets + 1), newer, settings).ok());
-  REQUIRE(*db.CfLookup(0, "f", views, false) == std::vector<uint64_t>(items.size(), 1));
+  REQUIRE(
+      db.CfLoadChunk(kAlone, 0, "f", static_cast<int64_t>(2 * kBuckets + 1), newer, settings).ok());
+  REQUIRE(*db.CfLookup(kAlone, 0, "f", views, false) == std::vector<uint64_t>(items.size(), 1));
   const std::string prefix = FilterPrefix(db, 0, "f");
   const size_t stored_before = AllPages(t.engine()).size();
   REQUIRE(stored_before > 2000);
 
-  REQUIRE(db.CfCompact(0, "f", settings).ok());
-  auto info = db.CfInfo(0, "f");
+  REQUIRE(db.CfCompact(kAlone, 0, "f", settings).ok());
+  auto info = db.CfInfo(kAlone, 0, "f");
   REQUIRE(info.ok());
   CHECK(info->cuckoo.filter.num_filters == 1);
   CHECK(info->size == items.size());
   CHECK(info->cuckoo.filter.num_deletes == 0);
-  CHECK(*db.CfLookup(0, "f", views, false) == std::vector<uint64_t>(items.size(), 1));
+  CHECK(*db.CfLookup(kAlone, 0, "f", views, false) == std::vector<uint64_t>(items.size(), 1));
   // Every fingerprint sits at the same bucket of sub-filter 0 now; sub-filter 1 is gone.
   PageCache c(&t.engine(), nullptr, prefix, &info->cuckoo.filter, 64);
   std::string old_bytes;
@@ -406,9 +413,11 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   TestDb t;
   Db& db = t.db();
   // 131,072 buckets of 2 bytes: 128 pages of 2 KiB, every one written by 20,000 items.
-  REQUIRE(db.CfReserve(0, "f", Reserve(262144), CfSettings{}).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(262144), CfSettings{}).ok());
   const auto items = Items::Make("bc-", 0, 20000);
-  REQUIRE(db.CfInsert(0, "f", items.views, false, true, 0, CfSettings{}).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, CfSettings{})
+              .ok());
   REQUIRE(t.engine().Flush().ok());  // (reads now come from an SST file's data blocks)
   constexpr size_t kFilterBytes = 128 * 2048;
 
@@ -416,14 +425,15 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   db.cache().Clear();
   const uint64_t before = t.engine().Stats().block_cache_usage;
   const uint64_t loaded = db.pages_loaded();
-  REQUIRE(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(items.views.size(), 1));
+  REQUIRE(*db.CfLookup(kAlone, 0, "f", items.views, false) ==
+          std::vector<uint64_t>(items.views.size(), 1));
   REQUIRE(db.pages_loaded() - loaded == 128);
   const uint64_t with_cache = t.engine().Stats().block_cache_usage - before;
   // Nor does a SCANDUMP of the whole filter (it reads a snapshot, page by page).
   const uint64_t before_dump = t.engine().Stats().block_cache_usage;
   size_t dumped = 0;
   for (int64_t iter = 0;;) {
-    auto chunk = db.CfScanDump(0, "f", iter);
+    auto chunk = db.CfScanDump(kAlone, 0, "f", iter);
     REQUIRE(chunk.ok());
     if (chunk->next == 0) {
       break;
@@ -438,7 +448,7 @@ TEST_CASE("pages read for the in-memory cache are not kept in RocksDB's block ca
   // data blocks of the same pages (128 pages' changes, at least ~64 KiB).
   Db uncached(&t.engine(), 64, 0);
   const uint64_t before_uncached = t.engine().Stats().block_cache_usage;
-  REQUIRE(*uncached.CfLookup(0, "f", items.views, false) ==
+  REQUIRE(*uncached.CfLookup(kAlone, 0, "f", items.views, false) ==
           std::vector<uint64_t>(items.views.size(), 1));
   const uint64_t without_cache = t.engine().Stats().block_cache_usage - before_uncached;
   CHECK(without_cache >= 64 * 1024);
@@ -455,9 +465,11 @@ TEST_CASE("an insert without NX reads the newest sub-filter's primary pages firs
   PageGeometry g(64, 2);
 
   SECTION("primary buckets with room: one page per item, the alternate pages are not read") {
-    REQUIRE(db.CfReserve(0, "f", Reserve(8192), settings).ok());  // 4096 buckets, 128 pages
-    REQUIRE(db.CfInsert(0, "f", Items::Make("old-", 0, 200).views, false, true, 0, settings).ok());
-    const auto meta = db.CfInfo(0, "f")->cuckoo.filter;
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(8192), settings).ok());  // 4096 buckets, 128 pages
+    REQUIRE(db.CfInsert(kAlone, 0, "f", Items::Make("old-", 0, 200).views,
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    const auto meta = db.CfInfo(kAlone, 0, "f")->cuckoo.filter;
     const auto items = Items::Make("new-", 0, 20);
     std::set<uint64_t> primary;
     std::set<uint64_t> all;
@@ -471,33 +483,42 @@ TEST_CASE("an insert without NX reads the newest sub-filter's primary pages firs
     REQUIRE(all.size() > primary.size());  // (else the test shows nothing)
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    auto out = db.CfInsert(0, "f", items.views, false, true, 0, settings);
+    auto out = db.CfInsert(kAlone, 0, "f", items.views,
+                           InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
     REQUIRE(out.ok());
     // 200 items in 8192 slots: every primary bucket had room (the lookups below confirm that
     // each item went in), so only their pages were read.
     CHECK(db.pages_loaded() - before == primary.size());
-    CHECK(*db.CfLookup(0, "f", items.views, false) == std::vector<uint64_t>(items.views.size(), 1));
-    CHECK(db.CfInfo(0, "f")->cuckoo.filter.num_items == meta.num_items + items.views.size());
+    CHECK(*db.CfLookup(kAlone, 0, "f", items.views, false) ==
+          std::vector<uint64_t>(items.views.size(), 1));
+    CHECK(db.CfInfo(kAlone, 0, "f")->cuckoo.filter.num_items ==
+          meta.num_items + items.views.size());
   }
 
   SECTION("a full primary bucket: its item's other candidate pages are read too") {
-    REQUIRE(db.CfReserve(0, "f", Reserve(8192), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(8192), settings).ok());
     // The same item twice fills its primary bucket (2 slots).
-    REQUIRE(db.CfInsert(0, "f", {"dup", "dup"}, false, true, 0, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f", {"dup", "dup"},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
     const auto h = core::HashItem("dup");
     const uint64_t b1 = core::PrimaryBucket(h.hash, 4096);
     const uint64_t b2 = core::AltBucket(h.hash, h.fp, 4096);
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    REQUIRE(db.CfInsert(0, "f", {"dup"}, false, true, 0, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "f", {"dup"},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
     CHECK(db.pages_loaded() - before == (g.PageOf(b1) == g.PageOf(b2) ? 1u : 2u));
-    CHECK(*db.CfLookup(0, "f", {"dup"}, true) == std::vector<uint64_t>{3});
+    CHECK(*db.CfLookup(kAlone, 0, "f", {"dup"}, true) == std::vector<uint64_t>{3});
   }
 
   SECTION("several sub-filters: only the newest one's primary page") {
-    REQUIRE(db.CfReserve(0, "g", Reserve(64, 2, 2), settings).ok());
-    REQUIRE(db.CfInsert(0, "g", Items::Make("g-", 0, 250).views, false, true, 0, settings).ok());
-    const auto meta = db.CfInfo(0, "g")->cuckoo.filter;
+    REQUIRE(db.CfReserve(kAlone, 0, "g", Reserve(64, 2, 2), settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "g", Items::Make("g-", 0, 250).views,
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
+    const auto meta = db.CfInfo(kAlone, 0, "g")->cuckoo.filter;
     REQUIRE(meta.num_filters >= 3);
     const uint32_t newest = meta.num_filters - 1;
     const uint64_t n = core::SubFilterBuckets(meta, newest);
@@ -519,9 +540,11 @@ TEST_CASE("an insert without NX reads the newest sub-filter's primary pages firs
     REQUIRE(CandidatePages(meta, 64, item) > 1);  // what a full prefetch would read
     db.cache().Clear();
     const uint64_t before = db.pages_loaded();
-    REQUIRE(db.CfInsert(0, "g", {item}, false, true, 0, settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, "g", {item},
+                        InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                .ok());
     CHECK(db.pages_loaded() - before == 1);
-    CHECK(*db.CfLookup(0, "g", {item}, false) == std::vector<uint64_t>{1});
-    CHECK(db.CfInfo(0, "g")->cuckoo.filter.num_items == meta.num_items + 1);
+    CHECK(*db.CfLookup(kAlone, 0, "g", {item}, false) == std::vector<uint64_t>{1});
+    CHECK(db.CfInfo(kAlone, 0, "g")->cuckoo.filter.num_items == meta.num_items + 1);
   }
 }

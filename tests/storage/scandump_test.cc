@@ -22,14 +22,14 @@ struct Dump {
 
 Dump DumpAll(Db& db, uint16_t ns, std::string_view key) {
   Dump d;
-  auto h = db.CfScanDump(ns, key, 0);
+  auto h = db.CfScanDump(kAlone, ns, key, 0);
   REQUIRE(h.ok());
   REQUIRE(h->next == 1);
   REQUIRE(h->data.has_value());
   d.header = *h->data;
   int64_t iter = 1;
   for (;;) {
-    auto c = db.CfScanDump(ns, key, iter);
+    auto c = db.CfScanDump(kAlone, ns, key, iter);
     REQUIRE(c.ok());
     if (!c->data.has_value()) {
       CHECK(c->next == 0);
@@ -44,17 +44,17 @@ Dump DumpAll(Db& db, uint16_t ns, std::string_view key) {
 }
 
 void LoadAll(Db& db, uint16_t ns, std::string_view key, const Dump& d, const CfSettings& s) {
-  REQUIRE(db.CfLoadChunk(ns, key, 1, d.header, s).ok());
+  REQUIRE(db.CfLoadChunk(kAlone, ns, key, 1, d.header, s).ok());
   for (const auto& [iter, data] : d.chunks) {
-    auto st = db.CfLoadChunk(ns, key, iter, data, s);
+    auto st = db.CfLoadChunk(kAlone, ns, key, iter, data, s);
     INFO(st.message());
     REQUIRE(st.ok());
   }
 }
 
 void CheckSameFilter(Db& db, std::string_view a, std::string_view b) {
-  const auto fa = db.CfInfo(0, a)->cuckoo.filter;
-  const auto fb = db.CfInfo(0, b)->cuckoo.filter;
+  const auto fa = db.CfInfo(kAlone, 0, a)->cuckoo.filter;
+  const auto fb = db.CfInfo(kAlone, 0, b)->cuckoo.filter;
   CHECK(fa.num_items == fb.num_items);
   CHECK(fa.num_deletes == fb.num_deletes);
   CHECK(fa.num_filters == fb.num_filters);
@@ -71,11 +71,13 @@ TEST_CASE("SCANDUMP then LOADCHUNK reproduces a filter exactly", "[scandump]") {
   Db& db = t.db();
   const CfSettings src_settings = SmallPages(64);
   // Expansion 2 and many items: several sub-filters of different sizes.
-  REQUIRE(db.CfReserve(0, "src", Reserve(100, 2, 2), src_settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "src", Reserve(100, 2, 2), src_settings).ok());
   const auto items = Items::Make("d-", 0, 700);
-  REQUIRE(db.CfInsert(0, "src", items.views, false, true, 0, src_settings).ok());
-  REQUIRE(*db.CfDelete(0, "src", "d-5", src_settings));
-  const auto src_meta = db.CfInfo(0, "src")->cuckoo.filter;
+  REQUIRE(db.CfInsert(kAlone, 0, "src", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, src_settings)
+              .ok());
+  REQUIRE(*db.CfDelete(kAlone, 0, "src", "d-5", src_settings));
+  const auto src_meta = db.CfInfo(kAlone, 0, "src")->cuckoo.filter;
   REQUIRE(src_meta.num_filters >= 3);
 
   const Dump dump = DumpAll(db, 0, "src");
@@ -89,11 +91,11 @@ TEST_CASE("SCANDUMP then LOADCHUNK reproduces a filter exactly", "[scandump]") {
   const uint32_t dst_page = GENERATE(64U, 100U, 2048U);
   CfSettings dst_settings = SmallPages(dst_page);
   LoadAll(db, 0, "dst", dump, dst_settings);
-  auto dst_info = db.CfInfo(0, "dst");
+  auto dst_info = db.CfInfo(kAlone, 0, "dst");
   REQUIRE(dst_info.ok());
   CHECK(dst_info->cuckoo.page_size == dst_page);
   CHECK(dst_info->cuckoo.base_capacity == 0);
-  CHECK(dst_info->version != db.CfInfo(0, "src")->version);
+  CHECK(dst_info->version != db.CfInfo(kAlone, 0, "src")->version);
   CheckSameFilter(db, "src", "dst");
 
   const Dump again = DumpAll(db, 0, "dst");
@@ -105,12 +107,16 @@ TEST_CASE("SCANDUMP then LOADCHUNK reproduces a filter exactly", "[scandump]") {
   }
   const auto probes = Items::Make("probe-", 0, 300);
   for (const auto* set : {&items, &probes}) {
-    CHECK(*db.CfLookup(0, "dst", set->views, true) == *db.CfLookup(0, "src", set->views, true));
-    CHECK(*db.CfLookup(0, "dst", set->views, false) == *db.CfLookup(0, "src", set->views, false));
+    CHECK(*db.CfLookup(kAlone, 0, "dst", set->views, true) ==
+          *db.CfLookup(kAlone, 0, "src", set->views, true));
+    CHECK(*db.CfLookup(kAlone, 0, "dst", set->views, false) ==
+          *db.CfLookup(kAlone, 0, "src", set->views, false));
   }
   // The loaded filter is a normal filter afterwards.
-  REQUIRE(db.CfInsert(0, "dst", {"after-load"}, false, true, 0, dst_settings).ok());
-  CHECK(*db.CfLookup(0, "dst", {"after-load"}, false) == std::vector<uint64_t>{1});
+  REQUIRE(db.CfInsert(kAlone, 0, "dst", {"after-load"},
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, dst_settings)
+              .ok());
+  CHECK(*db.CfLookup(kAlone, 0, "dst", {"after-load"}, false) == std::vector<uint64_t>{1});
 }
 
 TEST_CASE("a sub-filter larger than 16 MiB dumps and loads in several chunks",
@@ -119,10 +125,12 @@ TEST_CASE("a sub-filter larger than 16 MiB dumps and loads in several chunks",
   Db& db = t.db();
   const CfSettings settings;  // 2 KiB pages
   // 40,000,000 / 1 -> 2^26 one-byte buckets: a 64 MiB sub-filter.
-  REQUIRE(db.CfReserve(0, "big", Reserve(40'000'000, 1), settings).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "big", Reserve(40'000'000, 1), settings).ok());
   const auto items = Items::Make("big-", 0, 3000);
-  REQUIRE(db.CfInsert(0, "big", items.views, false, true, 0, settings).ok());
-  const auto meta = db.CfInfo(0, "big")->cuckoo.filter;
+  REQUIRE(db.CfInsert(kAlone, 0, "big", items.views,
+                      InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+              .ok());
+  const auto meta = db.CfInfo(kAlone, 0, "big")->cuckoo.filter;
   REQUIRE(meta.num_filters == 1);
   REQUIRE(core::SubFilterBytes(meta, 0) == 4 * core::kMaxChunkBytes);
 
@@ -156,8 +164,9 @@ TEST_CASE("a sub-filter larger than 16 MiB dumps and loads in several chunks",
     CHECK(again.chunks[i].second == dump.chunks[i].second);
   }
   const auto probes = Items::Make("probe-", 0, 300);
-  CHECK(*db.CfLookup(0, "copy", items.views, false) == std::vector<uint64_t>(3000, 1));
-  CHECK(*db.CfLookup(0, "copy", probes.views, true) == *db.CfLookup(0, "big", probes.views, true));
+  CHECK(*db.CfLookup(kAlone, 0, "copy", items.views, false) == std::vector<uint64_t>(3000, 1));
+  CHECK(*db.CfLookup(kAlone, 0, "copy", probes.views, true) ==
+        *db.CfLookup(kAlone, 0, "big", probes.views, true));
 }
 
 TEST_CASE("SCANDUMP and LOADCHUNK edge cases", "[scandump]") {
@@ -165,58 +174,61 @@ TEST_CASE("SCANDUMP and LOADCHUNK edge cases", "[scandump]") {
   Db& db = t.db();
   const CfSettings settings = SmallPages(64);
   REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
-  REQUIRE(db.CfReserve(0, "empty", Reserve(100), settings).ok());
-  REQUIRE(db.CfInsert(0, "f", {"a", "b"}, false, false, 100, settings).ok());
-  const std::string header = *db.CfScanDump(0, "f", 0)->data;
+  REQUIRE(db.CfReserve(kAlone, 0, "empty", Reserve(100), settings).ok());
+  REQUIRE(db.CfInsert(kAlone, 0, "f", {"a", "b"},
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 100}, settings)
+              .ok());
+  const std::string header = *db.CfScanDump(kAlone, 0, "f", 0)->data;
 
   SECTION("an empty filter dumps as [0, null] for any iterator") {
     for (int64_t iter : {0, 1, 5}) {
-      auto c = db.CfScanDump(0, "empty", iter);
+      auto c = db.CfScanDump(kAlone, 0, "empty", iter);
       REQUIRE(c.ok());
       CHECK(c->next == 0);
       CHECK_FALSE(c->data.has_value());
     }
   }
   SECTION("SCANDUMP of a missing key or another type") {
-    CHECK(db.CfScanDump(0, "missing", 0).status().code() == Code::kNotFound);
-    CHECK(db.CfScanDump(0, "s", 0).status().code() == Code::kWrongType);
+    CHECK(db.CfScanDump(kAlone, 0, "missing", 0).status().code() == Code::kNotFound);
+    CHECK(db.CfScanDump(kAlone, 0, "s", 0).status().code() == Code::kWrongType);
   }
   SECTION("past the end is [0, null]") {
-    auto c = db.CfScanDump(0, "f", 1'000'000);
+    auto c = db.CfScanDump(kAlone, 0, "f", 1'000'000);
     REQUIRE(c.ok());
     CHECK(c->next == 0);
     CHECK_FALSE(c->data.has_value());
   }
   SECTION("a header onto an existing key") {
-    CHECK(db.CfLoadChunk(0, "f", 1, header, settings).code() == Code::kExists);
-    CHECK(db.CfLoadChunk(0, "s", 1, header, settings).code() == Code::kWrongType);
+    CHECK(db.CfLoadChunk(kAlone, 0, "f", 1, header, settings).code() == Code::kExists);
+    CHECK(db.CfLoadChunk(kAlone, 0, "s", 1, header, settings).code() == Code::kWrongType);
   }
   SECTION("a malformed header") {
-    auto short_header = db.CfLoadChunk(0, "new", 1, header.substr(1), settings);
+    auto short_header = db.CfLoadChunk(kAlone, 0, "new", 1, header.substr(1), settings);
     CHECK(short_header.code() == Code::kInvalid);
     CHECK(short_header.message() == "Invalid header");
     std::string bad = header;
     bad[32] = 0;  // bucket size 0
     bad[33] = 0;
-    auto invalid = db.CfLoadChunk(0, "new", 1, bad, settings);
+    auto invalid = db.CfLoadChunk(kAlone, 0, "new", 1, bad, settings);
     CHECK(invalid.code() == Code::kInvalid);
     CHECK(invalid.message() == "Couldn't create filter!");
-    CHECK_FALSE(*db.Exists(0, "new"));
+    CHECK_FALSE(*db.Exists(kAlone, 0, "new"));
   }
   SECTION("a chunk for a missing key, another type, or the wrong place") {
-    CHECK(db.CfLoadChunk(0, "missing", 65, std::string(64, 'x'), settings).code() ==
+    CHECK(db.CfLoadChunk(kAlone, 0, "missing", 65, std::string(64, 'x'), settings).code() ==
           Code::kNotFound);
-    CHECK(db.CfLoadChunk(0, "s", 65, std::string(64, 'x'), settings).code() == Code::kWrongType);
-    REQUIRE(db.CfLoadChunk(0, "new", 1, header, settings).ok());
-    auto misplaced = db.CfLoadChunk(0, "new", 10, std::string(64, 'x'), settings);
+    CHECK(db.CfLoadChunk(kAlone, 0, "s", 65, std::string(64, 'x'), settings).code() ==
+          Code::kWrongType);
+    REQUIRE(db.CfLoadChunk(kAlone, 0, "new", 1, header, settings).ok());
+    auto misplaced = db.CfLoadChunk(kAlone, 0, "new", 10, std::string(64, 'x'), settings);
     CHECK(misplaced.code() == Code::kInvalid);
     CHECK(misplaced.message() == "Couldn't load chunk!");
     CHECK(AllPages(t.engine()).size() ==
           PagesWithPrefix(t.engine(), FilterPrefix(db, 0, "f")).size());
   }
   SECTION("a header alone makes a filter that answers from zeros") {
-    REQUIRE(db.CfLoadChunk(0, "new", 1, header, settings).ok());
-    CHECK(db.CfInfo(0, "new")->size == 2);
-    CHECK(*db.CfLookup(0, "new", {"a", "b"}, false) == std::vector<uint64_t>{0, 0});
+    REQUIRE(db.CfLoadChunk(kAlone, 0, "new", 1, header, settings).ok());
+    CHECK(db.CfInfo(kAlone, 0, "new")->size == 2);
+    CHECK(*db.CfLookup(kAlone, 0, "new", {"a", "b"}, false) == std::vector<uint64_t>{0, 0});
   }
 }

@@ -67,13 +67,19 @@ TEST_CASE("A migration moves exactly the records of its slots", "[slots]") {
     outside.insert(KeyOfSlotAbove(span.last, &i));
   }
   for (const auto& k : inside) {
-    REQUIRE(db.CfReserve(0, k, Reserve(100), CfSettings()).ok());
-    REQUIRE(db.CfInsert(0, k, {"a"}, false, false, 0, CfSettings()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, k, Reserve(100), CfSettings()).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, k, {"a"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 0}, CfSettings())
+                .ok());
   }
   for (const auto& k : outside) {
-    REQUIRE(db.CfInsert(0, k, {"a"}, false, false, 0, CfSettings()).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, k, {"a"},
+                        InsertOptions{.nx = false, .no_create = false, .capacity = 0}, CfSettings())
+                .ok());
   }
-  REQUIRE(db.CfInsert(3, *inside.begin(), {"a"}, false, false, 0, CfSettings()).ok());
+  REQUIRE(db.CfInsert(kAlone, 3, *inside.begin(), {"a"},
+                      InsertOptions{.nx = false, .no_create = false, .capacity = 0}, CfSettings())
+              .ok());
   engine->Settle();
 
   SECTION("the snapshot scan yields metadata and pages of the span only, every namespace") {
@@ -116,11 +122,11 @@ TEST_CASE("A migration moves exactly the records of its slots", "[slots]") {
   SECTION("DeleteSlots drops the span in every namespace and keeps the rest") {
     REQUIRE(db.DeleteSlots(span.first, span.last).ok());
     for (const auto& k : inside) {
-      CHECK_FALSE(*db.Exists(0, k));
+      CHECK_FALSE(*db.Exists(kAlone, 0, k));
     }
-    CHECK_FALSE(*db.Exists(3, *inside.begin()));
+    CHECK_FALSE(*db.Exists(kAlone, 3, *inside.begin()));
     for (const auto& k : outside) {
-      CHECK(*db.Exists(0, k));
+      CHECK(*db.Exists(kAlone, 0, k));
     }
   }
 }

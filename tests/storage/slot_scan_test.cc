@@ -22,7 +22,7 @@ TEST_CASE("KeysInSlot lists the live keys of one slot and one namespace only", "
   }
   // Hash tags put these in the slot of "tag" (and in another namespace, invisible to ns 0).
   const uint16_t tag_slot = KeySlot("tag");
-  REQUIRE(db.CfReserve(0, "{tag}.a", Reserve(100), CfSettings()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "{tag}.a", Reserve(100), CfSettings()).ok());
   REQUIRE(db.SetString(0, "{tag}.b", "v", 0, false).ok());
   REQUIRE(db.SetString(0, "{tag}.gone", "v", NowMs() - 5, false).ok());
   REQUIRE(db.SetString(1, "{tag}.other-db", "v", 0, false).ok());

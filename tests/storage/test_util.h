@@ -163,7 +163,7 @@ struct Items {
 
 // The page prefix of a live filter (its owner and version from the metadata).
 inline std::string FilterPrefix(Db& db, uint16_t ns, std::string_view key) {
-  auto info = db.CfInfo(ns, key);
+  auto info = db.CfInfo(kAlone, ns, key);
   REQUIRE(info.ok());
   std::string_view owner = info->cuckoo.owner.empty() ? key : std::string_view(info->cuckoo.owner);
   return EncodePagePrefix(ns, owner, info->version);

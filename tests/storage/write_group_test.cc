@@ -25,26 +25,36 @@ std::vector<std::string> Items(int n, std::string_view prefix) {
   return out;
 }
 
-core::InsertResult Add(Db& db, std::string_view key, std::string_view item, bool nx = false,
-                       const CfSettings& settings = SmallPages()) {
-  auto r = db.CfInsert(0, key, {item}, nx, /*no_create=*/false, 0, settings);
+// The scope of a command that joins group (none: writes alone).
+Scope In(WriteGroup* group) {
+  return Scope{.group = group};
+}
+Scope In(std::optional<WriteGroup>& group) {
+  return In(group ? &*group : nullptr);
+}
+
+core::InsertResult Add(Db& db, const Scope& scope, std::string_view key, std::string_view item,
+                       bool nx = false, const CfSettings& settings = SmallPages()) {
+  auto r = db.CfInsert(scope, 0, key, {item}, InsertOptions{.nx = nx}, settings);
   REQUIRE(r.ok());
   REQUIRE(r->results.size() == 1);
   return r->results[0];
 }
 
 // Lookups as a reader that cannot use the in-memory cache sees them: RocksDB's committed state.
+const Scope kSnapshotReads{.read = ReadMode::kSnapshot};
+
 std::vector<uint64_t> Stored(Db& db, std::string_view key, const std::vector<std::string>& items) {
-  UncachedReads uncached;
   std::vector<std::string_view> views(items.begin(), items.end());
-  auto r = db.CfLookup(0, key, views, /*count=*/false);
+  auto r = db.CfLookup(kSnapshotReads, 0, key, views, /*count=*/false);
   REQUIRE(r.ok());
   return *r;
 }
 
-std::vector<uint64_t> Cached(Db& db, std::string_view key, const std::vector<std::string>& items) {
+std::vector<uint64_t> Cached(Db& db, const Scope& scope, std::string_view key,
+                             const std::vector<std::string>& items) {
   std::vector<std::string_view> views(items.begin(), items.end());
-  auto r = db.CfLookup(0, key, views, /*count=*/false);
+  auto r = db.CfLookup(scope, 0, key, views, /*count=*/false);
   REQUIRE(r.ok());
   return *r;
 }
@@ -61,8 +71,7 @@ void CheckSamePages(Engine& a, Engine& b) {
 }
 
 uint64_t Size(Db& db, std::string_view key) {
-  UncachedReads uncached;
-  auto m = db.CfInfo(0, key);
+  auto m = db.CfInfo(kSnapshotReads, 0, key);
   REQUIRE(m.ok());
   return m->size;
 }
@@ -70,17 +79,16 @@ uint64_t Size(Db& db, std::string_view key) {
 TEST_CASE("a write group writes nothing before Commit and everything at it", "[write_group]") {
   TestDb t;
   auto& db = t.db();
-  REQUIRE(db.CfReserve(0, "f", Reserve(2000), SmallPages()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(2000), SmallPages()).ok());
   const auto items = Items(300, "item-");
   const auto seq_before = t.engine().db()->GetLatestSequenceNumber();
   WriteGroup group(&t.engine(), &db.cache());
-  REQUIRE(WriteGroup::Current() == &group);
   for (const auto& item : items) {
-    CHECK(Add(db, "f", item) == core::InsertResult::kInserted);
+    CHECK(Add(db, In(&group), "f", item) == core::InsertResult::kInserted);
   }
   // Later commands of the group see the earlier ones (NX finds them, DEL removes one).
-  CHECK(Add(db, "f", items[7], /*nx=*/true) == core::InsertResult::kExists);
-  auto del = db.CfDelete(0, "f", items[0], SmallPages());
+  CHECK(Add(db, In(&group), "f", items[7], /*nx=*/true) == core::InsertResult::kExists);
+  auto del = db.CfDelete(In(&group), 0, "f", items[0], SmallPages());
   REQUIRE(del.ok());
   CHECK(*del);
   // Nothing reached RocksDB yet; readers of the committed state see none of it.
@@ -103,15 +111,15 @@ TEST_CASE("a group stores the same bytes as the same commands one by one", "[wri
   const auto items = Items(500, "same-");
   auto run = [&](TestDb& t, bool grouped) {
     auto& db = t.db();
-    REQUIRE(db.CfReserve(0, "f", Reserve(200), SmallPages()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(200), SmallPages()).ok());
     std::optional<WriteGroup> group;
     if (grouped) {
       group.emplace(&t.engine(), &db.cache());
     }
     for (size_t i = 0; i < items.size(); ++i) {
-      (void)Add(db, "f", items[i], /*nx=*/i % 3 == 0);
+      (void)Add(db, In(group), "f", items[i], /*nx=*/i % 3 == 0);
       if (i % 5 == 4) {
-        REQUIRE(db.CfDelete(0, "f", items[i - 2], SmallPages()).ok());
+        REQUIRE(db.CfDelete(In(group), 0, "f", items[i - 2], SmallPages()).ok());
       }
       if (grouped && i % 97 == 96) {
         REQUIRE(group->Commit().ok());  // several commits of one group
@@ -127,8 +135,8 @@ TEST_CASE("a group stores the same bytes as the same commands one by one", "[wri
   run(grouped, true);
   REQUIRE_FALSE(AllPages(plain.engine()).empty());
   CheckSamePages(plain.engine(), grouped.engine());
-  auto ma = plain.db().CfInfo(0, "f");
-  auto mb = grouped.db().CfInfo(0, "f");
+  auto ma = plain.db().CfInfo(kAlone, 0, "f");
+  auto mb = grouped.db().CfInfo(kAlone, 0, "f");
   REQUIRE((ma.ok() && mb.ok()));
   CHECK(ma->size == mb->size);
   CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
@@ -148,19 +156,19 @@ TEST_CASE("a delete's compaction inside a group sees the pages the group changed
   const auto late = Items(600, "late-");
   auto run = [&](TestDb& t, bool grouped) {
     auto& db = t.db();
-    REQUIRE(db.CfReserve(0, "f", Reserve(512), SmallPages()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(512), SmallPages()).ok());
     for (const auto& item : early) {
-      (void)Add(db, "f", item);
+      (void)Add(db, kAlone, "f", item);
     }
     std::optional<WriteGroup> group;
     if (grouped) {
       group.emplace(&t.engine(), &db.cache());
     }
     for (const auto& item : late) {
-      (void)Add(db, "f", item);
+      (void)Add(db, In(group), "f", item);
     }
     for (size_t i = 0; i < 150; ++i) {
-      REQUIRE(db.CfDelete(0, "f", early[i], SmallPages()).ok());
+      REQUIRE(db.CfDelete(In(group), 0, "f", early[i], SmallPages()).ok());
     }
     if (grouped) {
       REQUIRE(group->Commit().ok());
@@ -171,8 +179,8 @@ TEST_CASE("a delete's compaction inside a group sees the pages the group changed
   run(plain, false);
   run(grouped, true);
   CheckSamePages(plain.engine(), grouped.engine());
-  auto ma = plain.db().CfInfo(0, "f");
-  auto mb = grouped.db().CfInfo(0, "f");
+  auto ma = plain.db().CfInfo(kAlone, 0, "f");
+  auto mb = grouped.db().CfInfo(kAlone, 0, "f");
   REQUIRE((ma.ok() && mb.ok()));
   CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
   CHECK(ma->cuckoo.filter.num_deletes == mb->cuckoo.filter.num_deletes);
@@ -182,36 +190,36 @@ TEST_CASE("a delete's compaction inside a group sees the pages the group changed
 TEST_CASE("a group works without the in-memory cache", "[write_group]") {
   TestDb t;
   Db uncached_db(&t.engine(), 64, /*cache_bytes=*/0);
-  REQUIRE(uncached_db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
+  REQUIRE(uncached_db.CfReserve(kAlone, 0, "f", Reserve(1000), SmallPages()).ok());
   const auto items = Items(200, "nocache-");
   WriteGroup group(&t.engine(), &uncached_db.cache());
   for (const auto& item : items) {
-    CHECK(Add(uncached_db, "f", item) == core::InsertResult::kInserted);
+    CHECK(Add(uncached_db, In(&group), "f", item) == core::InsertResult::kInserted);
   }
   // The cache keeps nothing: the group itself serves the pages and metadata of its commands.
   for (size_t i = 0; i < items.size(); i += 10) {
-    CHECK(Add(uncached_db, "f", items[i], /*nx=*/true) == core::InsertResult::kExists);
+    CHECK(Add(uncached_db, In(&group), "f", items[i], /*nx=*/true) == core::InsertResult::kExists);
   }
-  CHECK(Cached(uncached_db, "f", items) == std::vector<uint64_t>(items.size(), 1));
+  CHECK(Cached(uncached_db, In(&group), "f", items) == std::vector<uint64_t>(items.size(), 1));
   REQUIRE(group.Commit().ok());
   CHECK(Size(uncached_db, "f") == items.size());
   CHECK(Stored(uncached_db, "f", items) == std::vector<uint64_t>(items.size(), 1));
 }
 
-TEST_CASE("another write on the thread commits the open group first", "[write_group]") {
+TEST_CASE("a write of the group's scope that is not grouped commits the group first",
+          "[write_group]") {
   TestDb t;
   auto& db = t.db();
-  REQUIRE(db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
-  REQUIRE(db.SetString(0, "other", "v", 0, false).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000), SmallPages()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "g", Reserve(1000), SmallPages()).ok());
+  REQUIRE(Add(db, kAlone, "g", "g-item") == core::InsertResult::kInserted);
   const auto items = Items(50, "first-");
   WriteGroup group(&t.engine(), &db.cache());
   for (const auto& item : items) {
-    (void)Add(db, "f", item);
+    (void)Add(db, In(&group), "f", item);
   }
   CHECK(Size(db, "f") == 0);
-  auto deleted = db.Delete(0, "other");  // not a grouped write
-  REQUIRE(deleted.ok());
-  CHECK(*deleted);
+  REQUIRE(db.CfCompact(In(&group), 0, "g", SmallPages()).ok());  // its own RocksDB write
   CHECK(Size(db, "f") == items.size());
   CHECK(Stored(db, "f", items) == std::vector<uint64_t>(items.size(), 1));
   CHECK(group.empty());
@@ -230,10 +238,10 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   REQUIRE(opened.ok());
   auto& engine = **opened;
   Db db(&engine, 64);
-  REQUIRE(db.CfReserve(0, "f", Reserve(1000), SmallPages()).ok());
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(1000), SmallPages()).ok());
   const auto committed = Items(20, "committed-");
   for (const auto& item : committed) {
-    (void)Add(db, "f", item);
+    (void)Add(db, kAlone, "f", item);
   }
   // Stop RocksDB's writes: no flush can run and the memtables fill up.
   REQUIRE(engine.db()->PauseBackgroundWork().ok());
@@ -250,9 +258,10 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   {
     WriteGroup group(&engine, &db.cache());
     for (const auto& item : lost) {
-      CHECK(Add(db, "f", item) == core::InsertResult::kInserted);
+      CHECK(Add(db, In(&group), "f", item) == core::InsertResult::kInserted);
     }
-    CHECK(Cached(db, "f", lost) == std::vector<uint64_t>(lost.size(), 1));  // in the cache
+    CHECK(Cached(db, In(&group), "f", lost) ==
+          std::vector<uint64_t>(lost.size(), 1));  // in the cache
     failed = group.Commit();
     CHECK_FALSE(failed.ok());
     CHECK(group.Commit().code() == failed.code());  // the group stays failed
@@ -260,13 +269,13 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   CHECK(failed.code() == Code::kBusy);
   REQUIRE(engine.db()->ContinueBackgroundWork().ok());
   // The cache forgot the group: every reader sees the committed state again.
-  CHECK(Cached(db, "f", lost) == std::vector<uint64_t>(lost.size(), 0));
-  CHECK(Cached(db, "f", committed) == std::vector<uint64_t>(committed.size(), 1));
-  auto meta = db.CfInfo(0, "f");
+  CHECK(Cached(db, kAlone, "f", lost) == std::vector<uint64_t>(lost.size(), 0));
+  CHECK(Cached(db, kAlone, "f", committed) == std::vector<uint64_t>(committed.size(), 1));
+  auto meta = db.CfInfo(kAlone, 0, "f");
   REQUIRE(meta.ok());
   CHECK(meta->size == committed.size());
   // And writes work again.
-  CHECK(Add(db, "f", lost[0]) == core::InsertResult::kInserted);
+  CHECK(Add(db, kAlone, "f", lost[0]) == core::InsertResult::kInserted);
   CHECK(Stored(db, "f", {lost[0]}) == std::vector<uint64_t>{1});
   engine.Close();
 }
@@ -277,15 +286,16 @@ TEST_CASE("a group's multi-item inserts store the same bytes as without a group"
   const auto items = Items(3000, "multi-");
   auto run = [&](TestDb& t, bool grouped) {
     auto& db = t.db();
-    REQUIRE(db.CfReserve(0, "f", Reserve(2000, 4), SmallPages()).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(2000, 4), SmallPages()).ok());
     std::optional<WriteGroup> group;
     if (grouped) {
       group.emplace(&t.engine(), &db.cache());
     }
     for (size_t i = 0; i < items.size(); i += 50) {
       std::vector<std::string_view> batch(items.begin() + i, items.begin() + i + 50);
-      REQUIRE(db.CfInsert(0, "f", batch, /*nx=*/i % 200 == 0, false, 0, SmallPages()).ok());
-      REQUIRE(db.CfDelete(0, "f", items[i + 7], SmallPages()).ok());
+      REQUIRE(db.CfInsert(In(group), 0, "f", batch, InsertOptions{.nx = i % 200 == 0}, SmallPages())
+                  .ok());
+      REQUIRE(db.CfDelete(In(group), 0, "f", items[i + 7], SmallPages()).ok());
       if (grouped && i % 1000 == 950) {
         REQUIRE(group->Commit().ok());
       }
@@ -299,9 +309,9 @@ TEST_CASE("a group's multi-item inserts store the same bytes as without a group"
   run(plain, false);
   run(grouped, true);
   CheckSamePages(plain.engine(), grouped.engine());
-  CHECK(grouped.db().CfInfo(0, "f")->size == plain.db().CfInfo(0, "f")->size);
-  CHECK(grouped.db().CfInfo(0, "f")->cuckoo.filter.num_filters > 1);
-  CHECK(Cached(grouped.db(), "f", items) == Stored(plain.db(), "f", items));
+  CHECK(grouped.db().CfInfo(kAlone, 0, "f")->size == plain.db().CfInfo(kAlone, 0, "f")->size);
+  CHECK(grouped.db().CfInfo(kAlone, 0, "f")->cuckoo.filter.num_filters > 1);
+  CHECK(Cached(grouped.db(), kAlone, "f", items) == Stored(plain.db(), "f", items));
 }
 
 TEST_CASE("a failed command of a group leaves the group's pages as they were", "[write_group]") {
@@ -311,8 +321,8 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
   uint64_t buckets = 0;
   {
     TestDb probe;
-    REQUIRE(probe.db().CfReserve(0, "f", Reserve(100000), settings).ok());
-    buckets = core::SubFilterBuckets(probe.db().CfInfo(0, "f")->cuckoo.filter, 0);
+    REQUIRE(probe.db().CfReserve(kAlone, 0, "f", Reserve(100000), settings).ok());
+    buckets = core::SubFilterBuckets(probe.db().CfInfo(kAlone, 0, "f")->cuckoo.filter, 0);
   }
   const uint64_t per_page = 32;
   const auto first = Items(40, "early-");
@@ -339,7 +349,7 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
   }
   auto run = [&](TestDb& t, bool grouped) {
     auto& db = t.db();
-    REQUIRE(db.CfReserve(0, "f", Reserve(100000), settings).ok());
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(100000), settings).ok());
     const std::string corrupt = EncodePageKey(FilterPrefix(db, 0, "f"), 0, pages_of(bad).first);
     REQUIRE(t.engine()
                 .db()
@@ -350,12 +360,13 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
       group.emplace(&t.engine(), &db.cache());
     }
     std::vector<std::string_view> views(first.begin(), first.end());
-    REQUIRE(db.CfInsert(0, "f", views, false, true, 0, settings).ok());
-    auto failed = db.CfInsert(0, "f", {good, bad}, false, true, 0, settings);
+    const InsertOptions existing{.no_create = true};
+    REQUIRE(db.CfInsert(In(group), 0, "f", views, existing, settings).ok());
+    auto failed = db.CfInsert(In(group), 0, "f", {good, bad}, existing, settings);
     CHECK(failed.status().code() == Code::kCorruption);
-    CHECK(Cached(db, "f", {good}) == std::vector<uint64_t>{0});
-    CHECK(Cached(db, "f", first) == std::vector<uint64_t>(first.size(), 1));
-    REQUIRE(db.CfInsert(0, "f", {"after-0", "after-1"}, false, true, 0, settings).ok());
+    CHECK(Cached(db, In(group), "f", {good}) == std::vector<uint64_t>{0});
+    CHECK(Cached(db, In(group), "f", first) == std::vector<uint64_t>(first.size(), 1));
+    REQUIRE(db.CfInsert(In(group), 0, "f", {"after-0", "after-1"}, existing, settings).ok());
     if (grouped) {
       REQUIRE(group->Commit().ok());
     }
@@ -367,7 +378,7 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
   run(grouped, true);
   CheckSamePages(plain.engine(), grouped.engine());
   CHECK(Stored(grouped.db(), "f", {good}) == std::vector<uint64_t>{0});
-  CHECK(grouped.db().CfInfo(0, "f")->size == first.size() + 2);
+  CHECK(grouped.db().CfInfo(kAlone, 0, "f")->size == first.size() + 2);
 }
 
 }  // namespace

@@ -1,0 +1,299 @@
+#include "server/dispatcher.h"
+
+#include <algorithm>
+
+#include "server/cluster_mode.h"
+#include "server/lock_batch.h"
+#include "server/pubsub.h"
+#include "server/replication.h"
+#include "server/server.h"
+#include "server/util.h"
+
+namespace cuckood::server {
+namespace {
+
+constexpr std::string_view kLoadingError =
+    "LOADING cuckood is loading the dataset from its primary (full sync)";
+constexpr std::string_view kReadOnlyReplicaError =
+    "READONLY You can't write against a read only replica.";
+constexpr std::string_view kNoAuthError = "NOAUTH Authentication required.";
+
+// Redis's text for an unknown command: the name and the first arguments, quoted.
+std::string UnknownCommandError(const Argv& argv) {
+  std::string args;
+  for (size_t i = 1; i < argv.size() && args.size() < 128; ++i) {
+    size_t room = 128 - args.size();
+    args += "'" + std::string(argv[i].substr(0, room)) + "' ";
+  }
+  std::string msg = "ERR unknown command '" + std::string(argv[0].substr(0, 128)) +
+                    "', with args beginning with: " + args;
+  for (auto& c : msg) {
+    if (c == '\r' || c == '\n') {
+      c = ' ';
+    }
+  }
+  return msg;
+}
+
+bool ArityOk(const CommandSpec& spec, size_t argc) {
+  const int n = static_cast<int>(argc);
+  return !((spec.arity > 0 && n != spec.arity) || n < -spec.arity);
+}
+
+}  // namespace
+
+Dispatcher::Dispatcher(Server& server) : server_(server) {}
+
+void Dispatcher::IndexCommandStats() {
+  command_stats_.clear();
+  for (const CommandSpec* spec : server_.commands().all()) {
+    command_stats_.emplace(spec, &server_.stats().For(spec->name));
+    for (const auto& sub : spec->subcommands) {
+      command_stats_.emplace(&sub, &server_.stats().For(sub.name));
+    }
+  }
+}
+
+void Dispatcher::Dispatch(Client& client, const Argv& argv, resp::Writer& out, LockBatch* batch) {
+  if (argv.empty()) {
+    return;
+  }
+  Dispatch(client, server_.commands().Find(argv[0]), argv, out, batch);
+}
+
+std::optional<std::string> Dispatcher::Route(Client& client, const CommandSpec& spec,
+                                             const Argv& argv) {
+  if (server_.cluster() == nullptr) {
+    return std::nullopt;  // one node holds every key
+  }
+  return ClusterRedirect(server_, client, spec, argv);
+}
+
+void Dispatcher::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
+                          resp::Writer& out, LockBatch* batch) {
+  Stats& stats = server_.stats();
+  auto reject = [&](std::string_view msg) {
+    if (client.in_multi) {
+      client.multi_dirty = true;
+    }
+    stats.CountError(msg);
+    out.Error(msg);
+  };
+  if (spec == nullptr) {
+    reject(UnknownCommandError(argv));
+    return;
+  }
+  const bool queue_unchecked = client.in_multi && (spec->flags & kHandlerArity);
+  if (!queue_unchecked && !ArityOk(*spec, argv.size())) {
+    stats.For(spec->name).rejected_calls++;
+    reject(ArityError(spec->name));
+    return;
+  }
+  if (!client.authenticated && !(spec->flags & kNoAuth)) {
+    stats.For(spec->name).rejected_calls++;
+    stats.CountError(kNoAuthError);
+    out.Error(kNoAuthError);
+    return;
+  }
+  // Checked before queuing too, as Redis does.
+  if (auto redirect = Route(client, *spec, argv)) {
+    stats.For(spec->name).rejected_calls++;
+    reject(*redirect);
+    return;
+  }
+  if (loading() && !(spec->flags & kLoading)) {
+    reject(kLoadingError);
+    return;
+  }
+  if ((spec->flags & kWrite) && server_.replication().is_replica()) {
+    reject(kReadOnlyReplicaError);
+    return;
+  }
+  if (InSubscribedMode(client) && !AllowedInSubscribedMode(*spec)) {
+    stats.For(spec->name).rejected_calls++;
+    reject(SubscribedModeError(*spec, argv));
+    return;
+  }
+  if (client.in_multi && !(spec->flags & kNoMulti)) {
+    client.queued.emplace_back(argv.begin(), argv.end());
+    out.SimpleString("QUEUED");
+    return;
+  }
+  Execute(*spec, client, argv, out, false, batch);
+}
+
+bool Dispatcher::Lock(const CommandSpec& spec, Client& client, const Argv& argv, LockBatch* batch,
+                      bool batchable, CommandScope& scope, storage::LockGuard& guard) {
+  storage::LockManager& locks = server_.db().locks();
+  scope.exclusive = (spec.flags & kWrite) != 0;
+  if (spec.flags & kLockAll) {
+    scope.stripes.resize(locks.stripes());
+    for (size_t i = 0; i < scope.stripes.size(); ++i) {
+      scope.stripes[i] = i;
+    }
+  } else {
+    for (auto key : scope.keys) {
+      scope.stripes.push_back(locks.StripeOf(client.db, key));
+    }
+    if (scope.exclusive) {
+      if (auto other = CommandOtherDbKey(spec, argv)) {
+        scope.stripes.push_back(locks.StripeOf(other->db, other->key));
+      }
+    }
+    std::sort(scope.stripes.begin(), scope.stripes.end());
+    scope.stripes.erase(std::unique(scope.stripes.begin(), scope.stripes.end()),
+                        scope.stripes.end());
+  }
+  if (batchable && batch->Covers(scope.stripes, scope.exclusive)) {
+    return true;
+  }
+  if (scope.exclusive) {
+    storage::LockGuard taken(&locks, scope.stripes);
+    if (batchable) {
+      batch->Keep(std::move(taken), true);
+    } else {
+      guard = std::move(taken);
+    }
+    return true;
+  }
+  // Readers hold their keys' stripes shared, so no writer of those keys is half-way while they
+  // read the in-memory cache. When a writer holds one (a long CF.COMPACT), the reader does not
+  // wait: it reads a RocksDB snapshot instead.
+  auto taken = storage::LockGuard::TryShared(&locks, scope.stripes);
+  if (!taken) {
+    return false;
+  }
+  if (batchable) {
+    batch->Keep(std::move(*taken), false);
+  } else {
+    guard = std::move(*taken);
+  }
+  return true;
+}
+
+void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& argv,
+                         resp::Writer& out, bool locks_held, LockBatch* batch) {
+  const auto start = std::chrono::steady_clock::now();
+  const size_t before = out.buffer()->size();
+  const bool write = (spec.flags & kWrite) != 0;
+  const bool batchable = batch != nullptr && client.lock_batching && !locks_held &&
+                         spec.first_key > 0 && !(spec.flags & (kLockAll | kBackground));
+  const bool groupable =
+      batchable && write && (spec.flags & kGroupCommit) && server_.group_commit_enabled();
+  if (batch != nullptr) {
+    if (!groupable) {
+      batch->EndGroup();  // (no command but those of the group may see its uncommitted changes)
+    }
+    if (!batchable && !locks_held) {
+      batch->End();
+    }
+  }
+  CommandScope scope;
+  storage::LockGuard guard;
+  if (write || spec.first_key > 0) {
+    scope.keys = CommandKeys(spec, argv);
+  }
+  if (!locks_held && (write || spec.first_key > 0)) {
+    if (!Lock(spec, client, argv, batch, batchable, scope, guard)) {
+      scope.storage.read = storage::ReadMode::kSnapshot;
+    }
+  }
+  if (groupable) {
+    scope.storage.group = batch->Join(server_.db(), client, out.buffer(), before);
+  }
+  // Stripes are per database (client.db); the namespace it maps to changes only while SWAPDB
+  // holds every stripe, so it is read now that this command's are held.
+  CommandContext ctx{server_,       client,      out, argv, server_.db().Namespace(client.db),
+                     scope.storage, std::nullopt};
+  if ((spec.flags & kHandlerArity) && !ArityOk(spec, argv.size())) {
+    // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are (they
+    // check it before opening the key, so nothing counts as modified).
+    out.Error(ArityError(spec.name));
+    ctx.NothingModified();
+  } else {
+    spec.handler(ctx);
+  }
+  if (write && !(spec.flags & kNoWatchBump)) {
+    // Touched while the key locks are held, so EXEC (which holds them too) sees it or not at
+    // all.
+    server_.watches().Touch(client.db, ctx.modified ? *ctx.modified : scope.keys);
+  }
+  guard.Release();
+  Account(spec, client, argv, out, before, start);
+  if (batch != nullptr && batch->group_full()) {
+    batch->EndGroup();
+  }
+}
+
+void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& argv,
+                         resp::Writer& out, size_t before,
+                         std::chrono::steady_clock::time_point start) {
+  const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::steady_clock::now() - start)
+                                                .count());
+  Stats& stats = server_.stats();
+  auto found = command_stats_.find(&spec);
+  auto& cs = found != command_stats_.end() ? *found->second : stats.For(spec.name);
+  cs.calls++;
+  cs.usec += micros;
+  cs.latency.Record(micros);
+  stats.total_commands_processed++;
+  // The writer records the error reply it wrote; the command failed when its reply is one (an
+  // EXEC whose queued commands failed replies with an array, as in Redis).
+  if (auto error = out.ErrorAt(before)) {
+    cs.failed_calls++;
+    stats.CountError(*error);
+  }
+  client.last_command = spec.name;
+  const int64_t threshold = server_.slowlog_threshold();
+  if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
+    server_.slowlog().Add(client, argv, static_cast<int64_t>(micros), server_.slowlog_max_len());
+  }
+}
+
+void Dispatcher::Pause(std::chrono::steady_clock::time_point until, bool all) {
+  const int64_t ns = until.time_since_epoch().count();
+  const int64_t now = std::chrono::steady_clock::now().time_since_epoch().count();
+  const int64_t current = pause_until_ns_.load(std::memory_order_acquire);
+  if (current > now) {
+    // Paused already: the later end and the stricter mode win.
+    pause_all_.store(all || pause_all_.load(std::memory_order_acquire), std::memory_order_release);
+    pause_until_ns_.store(std::max(ns, current), std::memory_order_release);
+    return;
+  }
+  pause_all_.store(all, std::memory_order_release);
+  pause_until_ns_.store(ns, std::memory_order_release);
+}
+
+std::chrono::steady_clock::duration Dispatcher::PauseRemaining(const CommandSpec* spec,
+                                                               const Client& client) const {
+  const int64_t until_ns = pause_until_ns_.load(std::memory_order_acquire);
+  if (until_ns == 0) {
+    return std::chrono::steady_clock::duration::zero();  // (no clock read on the common path)
+  }
+  const auto until =
+      std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(until_ns));
+  const auto now = std::chrono::steady_clock::now();
+  if (spec == nullptr || until <= now) {
+    return std::chrono::steady_clock::duration::zero();
+  }
+  if (pause_all_.load(std::memory_order_acquire)) {
+    return until - now;
+  }
+  // WRITE: writes and the commands that may replicate (PUBLISH), and an EXEC that queued one.
+  auto writes = [](const CommandSpec* s) {
+    return s != nullptr && ((s->flags & kWrite) || s->name == "publish" || s->name == "spublish");
+  };
+  bool waits = writes(spec);
+  if (!waits && spec->name == "exec" && client.in_multi) {
+    for (const auto& q : client.queued) {
+      if (!q.empty() && writes(server_.commands().Find(q[0]))) {
+        waits = true;
+        break;
+      }
+    }
+  }
+  return waits ? until - now : std::chrono::steady_clock::duration::zero();
+}
+
+}  // namespace cuckood::server
