@@ -22,7 +22,8 @@ std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) 
   return out;
 }
 
-const Status kWrongType(Code::kWrongType, "");
+const Status kWrongType(Code::kWrongType);
+const Status kFilterExists(Code::kExists, Reason::kFilterExists);
 
 // Serves core::Exists and core::Count the two candidate buckets of one item in every sub-filter,
 // located beforehand (Db::CfLookup's cached path): no page map, no lookup per read.
@@ -85,7 +86,7 @@ StatusOr<Metadata> Db::NewFilter(uint64_t capacity, uint16_t bucket_size, uint16
       EffectiveMaxFilterBytes(settings.max_filter_bytes, settings.page_size, bucket_size);
   uint64_t buckets = core::BaseBuckets(capacity, bucket_size, settings.sizing, limits);
   if (buckets == 0) {
-    return Status(Code::kInvalid, "ERR Insufficient memory to create filter");
+    return Status(Code::kInvalid, Reason::kCreateTooLarge);
   }
   auto version = engine_->NewVersion();
   if (!version.ok()) {
@@ -112,7 +113,7 @@ Status Db::CfReserve(uint16_t ns, std::string_view key, const ReserveArgs& args,
     return m.status();
   }
   if (m->has_value()) {
-    return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
+    return (*m)->type == KeyType::kCuckoo ? kFilterExists : kWrongType;
   }
   auto meta =
       NewFilter(args.capacity, args.bucket_size, args.max_iterations, args.expansion, settings);
@@ -135,7 +136,7 @@ StatusOr<InsertOutcome> Db::CfInsert(uint16_t ns, std::string_view key,
   Metadata meta;
   if (!m->has_value()) {
     if (no_create) {
-      return Status(Code::kNotFound, "ERR not found");
+      return Status(Code::kNotFound, Reason::kFilterNotFound);
     }
     auto fresh =
         NewFilter(capacity == 0 ? settings.initial_capacity : capacity, settings.bucket_size,
@@ -374,7 +375,7 @@ StatusOr<bool> Db::CfDelete(uint16_t ns, std::string_view key, std::string_view 
     return m.status();
   }
   if (!m->has_value() || (*m)->type != KeyType::kCuckoo) {
-    return Status(Code::kNotFound, "Not found");
+    return Status(Code::kNotFound, Reason::kDelFilterNotFound);
   }
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
@@ -411,7 +412,7 @@ Status Db::CfCompact(uint16_t ns, std::string_view key, const CfSettings&) {
     return m.status();
   }
   if (!m->has_value() || (*m)->type != KeyType::kCuckoo) {
-    return Status(Code::kNotFound, "Cuckoo filter was not found");
+    return Status(Code::kNotFound, Reason::kCompactFilterNotFound);
   }
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
@@ -440,7 +441,7 @@ StatusOr<Metadata> Db::CfInfo(uint16_t ns, std::string_view key) {
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -457,7 +458,7 @@ StatusOr<ScanDumpChunk> Db::CfScanDump(uint16_t ns, std::string_view key, int64_
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -499,10 +500,10 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
   const std::string meta_key = EncodeMetaKey(ns, key);
   if (iter == 1) {
     if (m->has_value()) {
-      return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
+      return (*m)->type == KeyType::kCuckoo ? kFilterExists : kWrongType;
     }
     if (data.size() != core::kHeaderSize) {
-      return Status(Code::kInvalid, "Invalid header");
+      return Status(Code::kInvalid, Reason::kBadHeader);
     }
     const uint16_t bucket_size = static_cast<uint16_t>(static_cast<uint8_t>(data[32]) |
                                                        (static_cast<uint8_t>(data[33]) << 8));
@@ -511,7 +512,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
         EffectiveMaxFilterBytes(settings.max_filter_bytes, settings.page_size, bucket_size);
     auto filter = core::DecodeHeader(data, limits);
     if (!filter) {
-      return Status(Code::kInvalid, "Couldn't create filter!");
+      return Status(Code::kInvalid, Reason::kCreateFailed);
     }
     auto version = engine_->NewVersion();
     if (!version.ok()) {
@@ -529,7 +530,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
     return Commit(&batch, nullptr, {{meta_key, &meta}});
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -537,7 +538,7 @@ Status Db::CfLoadChunk(uint16_t ns, std::string_view key, int64_t iter, std::str
   const Metadata& meta = **m;
   auto range = core::LoadRange(meta.cuckoo.filter, iter, data.size());
   if (!range) {
-    return Status(Code::kInvalid, "Couldn't load chunk!");
+    return Status(Code::kInvalid, Reason::kBadChunk);
   }
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_);

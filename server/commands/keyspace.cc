@@ -89,11 +89,7 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
   ctx.NothingModified();
   auto r = ctx.server.db().Rename(ctx.ns, ctx.argv[1], ctx.argv[2], nx);
   if (!r.ok()) {
-    if (r.status().code() == storage::Code::kNotFound) {
-      ctx.out.Error(kNoSuchKeyError);
-    } else {
-      ReplyStatusError(ctx.out, r.status());
-    }
+    ReplyStatusError(ctx.out, r.status());  // a missing src: kKeyNotFound
     return;
   }
   if (*r && ctx.argv[1] != ctx.argv[2]) {  // (a key renamed to itself is not modified)

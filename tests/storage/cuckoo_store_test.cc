@@ -90,7 +90,7 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
     const uint64_t version = db.CfInfo(0, "f")->version;
     auto again = db.CfReserve(0, "f", Reserve(5000), settings);
     CHECK(again.code() == Code::kExists);
-    CHECK(again.message() == "ERR item exists");
+    CHECK(again.reason() == Reason::kFilterExists);
     CHECK(db.CfInfo(0, "f")->version == version);
     CHECK(db.CfInfo(0, "f")->cuckoo.base_capacity == 100);
     REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
@@ -115,7 +115,7 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
   SECTION("a filter over the byte limit cannot be created") {
     auto s = db.CfReserve(0, "huge", Reserve(1ULL << 40), CfSettings());
     CHECK(s.code() == Code::kInvalid);
-    CHECK(s.message() == "ERR Insufficient memory to create filter");
+    CHECK(s.reason() == Reason::kCreateTooLarge);
     CHECK_FALSE(*db.Exists(0, "huge"));
   }
 }
@@ -204,6 +204,7 @@ TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
   SECTION("insert: no_create on a missing key is kNotFound and creates nothing") {
     auto r = db.CfInsert(0, "missing", {"a"}, false, true, 0, settings);
     CHECK(r.status().code() == Code::kNotFound);
+    CHECK(r.status().reason() == Reason::kFilterNotFound);
     CHECK_FALSE(*db.Exists(0, "missing"));
   }
   SECTION("insert into a string is kWrongType and leaves it") {
@@ -215,9 +216,12 @@ TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
   SECTION("delete, compact and info") {
     CHECK(db.CfDelete(0, "missing", "a", settings).status().code() == Code::kNotFound);
     CHECK(db.CfDelete(0, "s", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfDelete(0, "s", "a", settings).status().reason() == Reason::kDelFilterNotFound);
     CHECK(db.CfCompact(0, "missing", settings).code() == Code::kNotFound);
     CHECK(db.CfCompact(0, "s", settings).code() == Code::kNotFound);
+    CHECK(db.CfCompact(0, "s", settings).reason() == Reason::kCompactFilterNotFound);
     CHECK(db.CfInfo(0, "missing").status().code() == Code::kNotFound);
+    CHECK(db.CfInfo(0, "missing").status().reason() == Reason::kFilterNotFound);
     CHECK(db.CfInfo(0, "s").status().code() == Code::kWrongType);
   }
   SECTION("an auto-created key stays even when max expansions refuses the items") {
