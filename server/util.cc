@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "server/commands/cf_errors.h"
+
 namespace cuckood::server {
 
 std::optional<int64_t> ParseInt64(std::string_view s) {
@@ -102,30 +104,76 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-void ReplyStatusError(resp::Writer& out, const storage::Status& status) {
+std::string_view ReasonText(storage::Reason reason) {
+  using storage::Reason;
+  switch (reason) {
+    case Reason::kFilterExists:
+      return kCfItemExists;
+    case Reason::kFilterNotFound:
+      return kCfNotFound;
+    case Reason::kDelFilterNotFound:
+      return kCfDelNotFound;
+    case Reason::kCompactFilterNotFound:
+      return kCfCompactNotFound;
+    case Reason::kCreateTooLarge:
+      return kCfCreateTooLarge;
+    case Reason::kBadHeader:
+      return kCfBadHeader;
+    case Reason::kCreateFailed:
+      return kCfCreateFailed;
+    case Reason::kBadChunk:
+      return kCfBadChunk;
+    case Reason::kBadDumpFormat:
+      return kBadDataFormatError;
+    case Reason::kSameObject:
+      return kSameObjectError;
+    case Reason::kKeyNotFound:
+      return kNoSuchKeyError;
+    case Reason::kNone:
+      break;
+  }
+  return {};
+}
+
+std::string ErrorText(const storage::Status& status) {
   using storage::Code;
+  if (std::string_view text = ReasonText(status.reason()); !text.empty()) {
+    return std::string(text);
+  }
   switch (status.code()) {
     case Code::kWrongType:
-      out.Error(kWrongTypeError);
-      return;
+      return std::string(kWrongTypeError);
     case Code::kNotFound:
     case Code::kExists:
     case Code::kInvalid:
-      out.Error(status.message());
-      return;
+      // Without a reason: a status made outside storage (cluster/) whose message is the reply.
+      if (!status.message().empty()) {
+        return status.message();
+      }
+      break;
     case Code::kCorruption:
-      spdlog::error("{}", status.message());
-      out.Error("ERR " + status.message());
-      return;
     case Code::kBusy:
     case Code::kIoError:
-      spdlog::warn("{}", status.message());
-      out.Error("ERR " + status.message());
-      return;
+      return "ERR " + status.message();
     case Code::kOk:
       break;
   }
-  out.Error("ERR internal error");
+  return "ERR internal error";
+}
+
+void ReplyStatusError(resp::Writer& out, const storage::Status& status) {
+  switch (status.code()) {
+    case storage::Code::kCorruption:
+      spdlog::error("{}", status.message());
+      break;
+    case storage::Code::kBusy:
+    case storage::Code::kIoError:
+      spdlog::warn("{}", status.message());
+      break;
+    default:
+      break;
+  }
+  out.Error(ErrorText(status));
 }
 
 std::string ArityError(std::string_view name) {

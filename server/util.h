@@ -16,6 +16,11 @@ inline constexpr std::string_view kWrongTypeError =
     "WRONGTYPE Operation against a key holding the wrong kind of value";
 inline constexpr std::string_view kSyntaxError = "ERR syntax error";
 inline constexpr std::string_view kNotIntegerError = "ERR value is not an integer or out of range";
+// Redis's texts for storage reasons (ErrorText); the CF.* ones are in server/commands/cf_errors.h.
+inline constexpr std::string_view kNoSuchKeyError = "ERR no such key";
+inline constexpr std::string_view kSameObjectError =
+    "ERR source and destination objects are the same";
+inline constexpr std::string_view kBadDataFormatError = "ERR Bad data format";
 
 // Redis string2ll: optional '-', digits, no '+', no spaces, no leading zeros, fits int64.
 std::optional<int64_t> ParseInt64(std::string_view s);
@@ -28,8 +33,15 @@ std::string ToLower(std::string_view s);
 std::string ToUpper(std::string_view s);
 bool EqualsIgnoreCase(std::string_view a, std::string_view b);
 
-// Writes the error reply for a failed storage status: kWrongType -> WRONGTYPE text, kInvalid /
-// kNotFound / kExists -> the message itself, I/O and corruption -> "ERR <message>" (logged).
+// The one place where a failed storage status becomes reply text: the text of its reason
+// (storage::Reason) when it has one; otherwise kWrongType -> the WRONGTYPE text, I/O, busy and
+// corruption -> "ERR <diagnostic>", and a reasonless kInvalid / kNotFound / kExists (made outside
+// storage, by cluster/) -> its message. kOk -> "ERR internal error".
+std::string ErrorText(const storage::Status& status);
+// The text of one reason; empty for kNone.
+std::string_view ReasonText(storage::Reason reason);
+
+// Writes ErrorText(status) as the error reply; I/O, busy and corruption statuses are logged.
 void ReplyStatusError(resp::Writer& out, const storage::Status& status);
 
 // Redis's "ERR wrong number of arguments for 'name' command".

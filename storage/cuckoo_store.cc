@@ -22,7 +22,8 @@ std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) 
   return out;
 }
 
-const Status kWrongType(Code::kWrongType, "");
+const Status kWrongType(Code::kWrongType);
+const Status kFilterExists(Code::kExists, Reason::kFilterExists);
 
 // Serves core::Exists and core::Count the two candidate buckets of one item in every sub-filter,
 // located beforehand (Db::CfLookup's cached path): no page map, no lookup per read.
@@ -86,7 +87,7 @@ StatusOr<Metadata> Db::NewFilter(uint64_t capacity, uint16_t bucket_size, uint16
       EffectiveMaxFilterBytes(settings.max_filter_bytes, settings.page_size, bucket_size);
   uint64_t buckets = core::BaseBuckets(capacity, bucket_size, settings.sizing, limits);
   if (buckets == 0) {
-    return Status(Code::kInvalid, "ERR Insufficient memory to create filter");
+    return Status(Code::kInvalid, Reason::kCreateTooLarge);
   }
   auto version = engine_->NewVersion();
   if (!version.ok()) {
@@ -113,7 +114,7 @@ Status Db::CfReserve(const Scope& scope, uint16_t ns, std::string_view key, cons
     return m.status();
   }
   if (m->has_value()) {
-    return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
+    return (*m)->type == KeyType::kCuckoo ? kFilterExists : kWrongType;
   }
   auto meta =
       NewFilter(args.capacity, args.bucket_size, args.max_iterations, args.expansion, settings);
@@ -137,7 +138,7 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   Metadata meta;
   if (!m->has_value()) {
     if (options.no_create) {
-      return Status(Code::kNotFound, "ERR not found");
+      return Status(Code::kNotFound, Reason::kFilterNotFound);
     }
     auto fresh =
         NewFilter(capacity == 0 ? settings.initial_capacity : capacity, settings.bucket_size,
@@ -376,7 +377,7 @@ StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view ke
     return m.status();
   }
   if (!m->has_value() || (*m)->type != KeyType::kCuckoo) {
-    return Status(Code::kNotFound, "Not found");
+    return Status(Code::kNotFound, Reason::kDelFilterNotFound);
   }
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
@@ -413,7 +414,7 @@ Status Db::CfCompact(const Scope& scope, uint16_t ns, std::string_view key, cons
     return m.status();
   }
   if (!m->has_value() || (*m)->type != KeyType::kCuckoo) {
-    return Status(Code::kNotFound, "Cuckoo filter was not found");
+    return Status(Code::kNotFound, Reason::kCompactFilterNotFound);
   }
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
@@ -442,7 +443,7 @@ StatusOr<Metadata> Db::CfInfo(const Scope& scope, uint16_t ns, std::string_view 
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -460,7 +461,7 @@ StatusOr<ScanDumpChunk> Db::CfScanDump(const Scope& scope, uint16_t ns, std::str
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -502,10 +503,10 @@ Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, in
   const std::string meta_key = EncodeMetaKey(ns, key);
   if (iter == 1) {
     if (m->has_value()) {
-      return (*m)->type == KeyType::kCuckoo ? Status(Code::kExists, "ERR item exists") : kWrongType;
+      return (*m)->type == KeyType::kCuckoo ? kFilterExists : kWrongType;
     }
     if (data.size() != core::kHeaderSize) {
-      return Status(Code::kInvalid, "Invalid header");
+      return Status(Code::kInvalid, Reason::kBadHeader);
     }
     const uint16_t bucket_size = static_cast<uint16_t>(static_cast<uint8_t>(data[32]) |
                                                        (static_cast<uint8_t>(data[33]) << 8));
@@ -514,7 +515,7 @@ Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, in
         EffectiveMaxFilterBytes(settings.max_filter_bytes, settings.page_size, bucket_size);
     auto filter = core::DecodeHeader(data, limits);
     if (!filter) {
-      return Status(Code::kInvalid, "Couldn't create filter!");
+      return Status(Code::kInvalid, Reason::kCreateFailed);
     }
     auto version = engine_->NewVersion();
     if (!version.ok()) {
@@ -532,7 +533,7 @@ Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, in
     return Commit(scope, &batch, nullptr, {{meta_key, &meta}});
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR not found");
+    return Status(Code::kNotFound, Reason::kFilterNotFound);
   }
   if ((*m)->type != KeyType::kCuckoo) {
     return kWrongType;
@@ -540,7 +541,7 @@ Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, in
   const Metadata& meta = **m;
   auto range = core::LoadRange(meta.cuckoo.filter, iter, data.size());
   if (!range) {
-    return Status(Code::kInvalid, "Couldn't load chunk!");
+    return Status(Code::kInvalid, Reason::kBadChunk);
   }
   PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_, scope.group);

@@ -62,7 +62,7 @@ struct InsertOptions {
 
 // Outcome of CF.ADD/ADDNX/INSERT/INSERTNX beyond a plain Status.
 struct InsertOutcome {
-  bool max_expansions = false;  // refused before any item ("Maximum expansions reached")
+  bool max_expansions = false;  // refused before any item: the filter may not grow further
   std::vector<core::InsertResult> results;
 };
 
@@ -93,7 +93,8 @@ class Db {
   StatusOr<bool> SetExpire(uint16_t ns, std::string_view key, uint64_t expire_ms);
   // Deletes the key now (an expiry time in the past).
   StatusOr<bool> Expire(uint16_t ns, std::string_view key);
-  // RENAME (nx = RENAMENX). kNotFound: no such key; returns false when nx and dst exists.
+  // RENAME (nx = RENAMENX). kNotFound / kKeyNotFound: src is absent; returns false when nx and
+  // dst exists.
   StatusOr<bool> Rename(uint16_t ns, std::string_view src, std::string_view dst, bool nx);
   Status FlushDb(uint16_t ns);
   Status FlushAll();
@@ -109,7 +110,7 @@ class Db {
   StatusOr<uint64_t> CountKeysInSlot(uint16_t ns, uint16_t slot);
   StatusOr<std::vector<std::string>> KeysInSlot(uint16_t ns, uint16_t slot, uint64_t limit);
   // Bytes a key takes in the database: metadata plus pages (exact for filters of up to 4096
-  // pages, RocksDB's estimate of the key range beyond that).
+  // pages, RocksDB's estimate of the key range beyond that). kNotFound / kKeyNotFound: absent.
   StatusOr<uint64_t> DiskUsage(const Scope& scope, uint16_t ns, std::string_view key);
 
   // Strings (enough of them for WRONGTYPE checks and simple use).
@@ -117,27 +118,28 @@ class Db {
                    bool keep_ttl);
 
   // ---- cuckoo filters --------------------------------------------------------------------------
-  // kExists: "ERR item exists"; kWrongType; kInvalid: creation impossible (too large).
+  // kExists / kFilterExists; kWrongType; kInvalid / kCreateTooLarge: creation impossible.
   Status CfReserve(const Scope& scope, uint16_t ns, std::string_view key, const ReserveArgs& args,
                    const CfSettings& settings);
-  // See InsertOptions (no_create: kNotFound when absent).
+  // See InsertOptions (no_create: kNotFound / kFilterNotFound when absent).
   StatusOr<InsertOutcome> CfInsert(const Scope& scope, uint16_t ns, std::string_view key,
                                    const std::vector<std::string_view>& items,
                                    const InsertOptions& options, const CfSettings& settings);
   // Per item: exists (0/1) or count. Missing key or another type: all zero.
   StatusOr<std::vector<uint64_t>> CfLookup(const Scope& scope, uint16_t ns, std::string_view key,
                                            const std::vector<std::string_view>& items, bool count);
-  // kNotFound for a missing key or another type.
+  // kNotFound / kDelFilterNotFound for a missing key or another type.
   StatusOr<bool> CfDelete(const Scope& scope, uint16_t ns, std::string_view key,
                           std::string_view item, const CfSettings& settings);
+  // kNotFound / kCompactFilterNotFound for a missing key or another type.
   Status CfCompact(const Scope& scope, uint16_t ns, std::string_view key,
                    const CfSettings& settings);
-  // Metadata of a filter: kNotFound / kWrongType.
+  // Metadata of a filter: kNotFound / kFilterNotFound, kWrongType.
   StatusOr<Metadata> CfInfo(const Scope& scope, uint16_t ns, std::string_view key);
   StatusOr<ScanDumpChunk> CfScanDump(const Scope& scope, uint16_t ns, std::string_view key,
                                      int64_t iter);
-  // iter == 1: header (kExists / kWrongType / kInvalid "Invalid header" / "Couldn't create
-  // filter!"); else a chunk (kNotFound / kWrongType / kInvalid "Couldn't load chunk!").
+  // iter == 1: header (kExists / kFilterExists, kWrongType, kInvalid / kBadHeader or
+  // kCreateFailed); else a chunk (kNotFound / kFilterNotFound, kWrongType, kInvalid / kBadChunk).
   Status CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, int64_t iter,
                      std::string_view data, const CfSettings& settings);
 
@@ -147,8 +149,8 @@ class Db {
   // Stores the value of a parsed payload (core::rdb::ParsePayload) under key, replacing what is
   // there, with expiry expire_ms (0 = none), in one write batch; a filter gets a new version.
   // An expiry already past only checks the value and deletes the old key. Returns whether the
-  // key changed (false: already expired and there was no old key). kInvalid "ERR Bad data
-  // format": the bytes do not decode, or the filter is larger than the settings allow.
+  // key changed (false: already expired and there was no old key). kInvalid / kBadDumpFormat:
+  // the bytes do not decode, or the filter is larger than the settings allow.
   StatusOr<bool> Restore(uint16_t ns, std::string_view key, const core::rdb::Payload& payload,
                          uint64_t expire_ms, const CfSettings& settings);
 
@@ -168,12 +170,13 @@ class Db {
   // pages are copied under a new version, in bounded batches, with the metadata last (readers of
   // dst see the old value or the whole copy). The caller holds the stripes of both keys.
   // false: src is absent, or dst exists and !replace. A key copied onto itself is refused
-  // (kInvalid "ERR source and destination objects are the same").
+  // (kInvalid / kSameObject).
   StatusOr<bool> Copy(uint16_t src_ns, std::string_view src, uint16_t dst_ns, std::string_view dst,
                       bool replace);
   // MOVE: the key goes from src_ns to dst_ns (a filter's pages are copied, as by Copy, and the
   // source is deleted in the batch that writes the destination's metadata). false: the key is
-  // absent, or dst_ns already holds it. The caller holds the key's stripes in both databases.
+  // absent, or dst_ns already holds it; src_ns == dst_ns is refused (kInvalid / kSameObject). The
+  // caller holds the key's stripes in both databases.
   StatusOr<bool> Move(uint16_t src_ns, uint16_t dst_ns, std::string_view key);
 
   // ---- databases (keyspace.cc) -----------------------------------------------------------------

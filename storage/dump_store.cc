@@ -26,7 +26,7 @@
 namespace cuckood::storage {
 namespace {
 
-const Status kBadFormat(Code::kInvalid, "ERR Bad data format");
+const Status kBadFormat(Code::kInvalid, Reason::kBadDumpFormat);
 
 // A restore's pages go to RocksDB in batches of about this size, under a version pinned until
 // the metadata (in the last batch) is committed: the payload and one batch are all the restore
@@ -255,14 +255,14 @@ StatusOr<bool> Db::Restore(uint16_t ns, std::string_view key, const core::rdb::P
 StatusOr<bool> Db::Copy(uint16_t src_ns, std::string_view src, uint16_t dst_ns,
                         std::string_view dst, bool replace) {
   if (src_ns == dst_ns && src == dst) {
-    return Status(Code::kInvalid, "ERR source and destination objects are the same");
+    return Status(Code::kInvalid, Reason::kSameObject);
   }
   return CopyValue(src_ns, src, dst_ns, dst, replace, /*move=*/false);
 }
 
 StatusOr<bool> Db::Move(uint16_t src_ns, uint16_t dst_ns, std::string_view key) {
   if (src_ns == dst_ns) {
-    return Status(Code::kInvalid, "ERR source and destination objects are the same");
+    return Status(Code::kInvalid, Reason::kSameObject);
   }
   return CopyValue(src_ns, key, dst_ns, key, /*replace=*/false, /*move=*/true);
 }

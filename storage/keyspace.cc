@@ -475,7 +475,7 @@ StatusOr<bool> Db::Rename(uint16_t ns, std::string_view src, std::string_view ds
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "ERR no such key");
+    return Status(Code::kNotFound, Reason::kKeyNotFound);
   }
   if (src == dst) {
     return !nx;
@@ -757,7 +757,7 @@ StatusOr<uint64_t> Db::DiskUsage(const Scope& scope, uint16_t ns, std::string_vi
     return m.status();
   }
   if (!m->has_value()) {
-    return Status(Code::kNotFound, "no such key");
+    return Status(Code::kNotFound, Reason::kKeyNotFound);
   }
   const auto& meta = **m;
   std::string mk = EncodeMetaKey(ns, key);

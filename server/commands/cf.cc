@@ -10,6 +10,7 @@
 namespace cuckood::server {
 namespace {
 
+// Argument and insert-outcome texts; the texts of storage reasons are in cf_errors.h.
 constexpr std::string_view kBadCapacity = "Bad capacity";
 constexpr std::string_view kCapacityTooSmall = "Capacity must be at least (BucketSize * 2)";
 constexpr std::string_view kMaxExpansions = "Maximum expansions reached";

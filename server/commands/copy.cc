@@ -22,7 +22,6 @@ namespace cuckood::server {
 namespace {
 
 constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
-constexpr std::string_view kSameObjects = "ERR source and destination objects are the same";
 
 // Redis's getIntFromObjectOrReply: an integer that fits in an int. Otherwise `error` when one is
 // given, else Redis's two errors (not an integer / outside an int).
@@ -75,7 +74,7 @@ void CopyCommand(CommandContext& ctx) {
     return;
   }
   if (dst_db == ctx.client.db && argv[1] == argv[2]) {
-    ctx.out.Error(kSameObjects);
+    ctx.out.Error(kSameObjectError);
     return;
   }
   auto& db = ctx.server.db();
@@ -111,7 +110,7 @@ void MoveCommand(CommandContext& ctx) {
   }
   const auto dst_db = static_cast<uint16_t>(*id);
   if (dst_db == ctx.client.db) {
-    ctx.out.Error(kSameObjects);
+    ctx.out.Error(kSameObjectError);
     return;
   }
   auto& db = ctx.server.db();

@@ -28,7 +28,6 @@ constexpr std::string_view kDebugNotAllowed =
     "ERR DEBUG command not allowed. If the enable-debug-command option is set to \"local\", you "
     "can run it from a local connection, otherwise you need to set this option in the "
     "configuration file, and then restart the server.";
-constexpr std::string_view kNoSuchKey = "ERR no such key";
 constexpr std::string_view kNotAFloat = "ERR value is not a valid float";
 constexpr std::string_view kReloadOnReplica = "ERR DEBUG RELOAD is not allowed on a replica";
 constexpr std::string_view kReloadInline =
@@ -101,7 +100,7 @@ void DebugObject(CommandContext& ctx) {
     return;
   }
   if (!m->has_value()) {
-    ctx.out.Error(kNoSuchKey);
+    ctx.out.Error(kNoSuchKeyError);
     return;
   }
   const storage::Metadata& meta = **m;

@@ -15,7 +15,6 @@ namespace {
 
 constexpr std::string_view kBusyKey = "BUSYKEY Target key name already exists.";
 constexpr std::string_view kBadPayload = "ERR DUMP payload version or checksum are wrong";
-constexpr std::string_view kBadFormat = "ERR Bad data format";
 constexpr std::string_view kBadTtl = "ERR Invalid TTL value, must be >= 0";
 constexpr std::string_view kBadIdleTime = "ERR Invalid IDLETIME value, must be >= 0";
 constexpr std::string_view kBadFreq = "ERR Invalid FREQ value, must be >= 0 and <= 255";
@@ -122,7 +121,7 @@ void Restore(CommandContext& ctx) {
       ctx.out.Error(kBadPayload);
       return;
     case core::rdb::ParseResult::kBadFormat:
-      ctx.out.Error(kBadFormat);
+      ctx.out.Error(kBadDataFormatError);
       return;
   }
   uint64_t expire_ms = 0;

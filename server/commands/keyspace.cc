@@ -22,7 +22,6 @@ namespace cuckood::server {
 
 namespace {
 
-constexpr std::string_view kNoSuchKey = "ERR no such key";
 constexpr std::string_view kInvalidCursor = "ERR invalid cursor";
 constexpr std::string_view kNxXxGtLt =
     "ERR NX and XX, GT or LT options at the same time are not compatible";
@@ -90,11 +89,7 @@ void RenameGeneric(CommandContext& ctx, bool nx) {
   ctx.NothingModified();
   auto r = ctx.server.db().Rename(ctx.ns, ctx.argv[1], ctx.argv[2], nx);
   if (!r.ok()) {
-    if (r.status().code() == storage::Code::kNotFound) {
-      ctx.out.Error(kNoSuchKey);
-    } else {
-      ReplyStatusError(ctx.out, r.status());
-    }
+    ReplyStatusError(ctx.out, r.status());  // a missing src: kKeyNotFound
     return;
   }
   if (*r && ctx.argv[1] != ctx.argv[2]) {  // (a key renamed to itself is not modified)

@@ -90,7 +90,7 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
     const uint64_t version = db.CfInfo(kAlone, 0, "f")->version;
     auto again = db.CfReserve(kAlone, 0, "f", Reserve(5000), settings);
     CHECK(again.code() == Code::kExists);
-    CHECK(again.message() == "ERR item exists");
+    CHECK(again.reason() == Reason::kFilterExists);
     CHECK(db.CfInfo(kAlone, 0, "f")->version == version);
     CHECK(db.CfInfo(kAlone, 0, "f")->cuckoo.base_capacity == 100);
     REQUIRE(db.SetString(0, "s", "v", 0, false).ok());
@@ -117,7 +117,7 @@ TEST_CASE("CF.RESERVE writes only metadata", "[cuckoo]") {
   SECTION("a filter over the byte limit cannot be created") {
     auto s = db.CfReserve(kAlone, 0, "huge", Reserve(1ULL << 40), CfSettings());
     CHECK(s.code() == Code::kInvalid);
-    CHECK(s.message() == "ERR Insufficient memory to create filter");
+    CHECK(s.reason() == Reason::kCreateTooLarge);
     CHECK_FALSE(*db.Exists(kAlone, 0, "huge"));
   }
 }
@@ -213,6 +213,7 @@ TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
     auto r = db.CfInsert(kAlone, 0, "missing", {"a"},
                          InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings);
     CHECK(r.status().code() == Code::kNotFound);
+    CHECK(r.status().reason() == Reason::kFilterNotFound);
     CHECK_FALSE(*db.Exists(kAlone, 0, "missing"));
   }
   SECTION("insert into a string is kWrongType and leaves it") {
@@ -225,9 +226,13 @@ TEST_CASE("cuckoo commands on missing keys and other types", "[cuckoo]") {
   SECTION("delete, compact and info") {
     CHECK(db.CfDelete(kAlone, 0, "missing", "a", settings).status().code() == Code::kNotFound);
     CHECK(db.CfDelete(kAlone, 0, "s", "a", settings).status().code() == Code::kNotFound);
+    CHECK(db.CfDelete(kAlone, 0, "s", "a", settings).status().reason() ==
+          Reason::kDelFilterNotFound);
     CHECK(db.CfCompact(kAlone, 0, "missing", settings).code() == Code::kNotFound);
     CHECK(db.CfCompact(kAlone, 0, "s", settings).code() == Code::kNotFound);
+    CHECK(db.CfCompact(kAlone, 0, "s", settings).reason() == Reason::kCompactFilterNotFound);
     CHECK(db.CfInfo(kAlone, 0, "missing").status().code() == Code::kNotFound);
+    CHECK(db.CfInfo(kAlone, 0, "missing").status().reason() == Reason::kFilterNotFound);
     CHECK(db.CfInfo(kAlone, 0, "s").status().code() == Code::kWrongType);
   }
   SECTION("an auto-created key stays even when max expansions refuses the items") {

@@ -156,7 +156,7 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     p.sub_filters[0].bytes = p.sub_filters[0].bytes.substr(0, p.sub_filters[0].bytes.size() / 2);
     auto r = t.db().Restore(0, "str", p, 0, s);
     CHECK(r.status().code() == Code::kInvalid);
-    CHECK(r.status().message() == "ERR Bad data format");
+    CHECK(r.status().reason() == Reason::kBadDumpFormat);
     CHECK(AllPages(t.engine()).size() == pages_before);
     auto m = t.db().Get(kAlone, 0, "str");
     REQUIRE(m.ok());
@@ -170,7 +170,7 @@ TEST_CASE("Restore replaces, expires, and writes nothing when the bytes do not d
     CfSettings small = s;
     small.max_filter_bytes = 1 << 10;
     auto r = t.db().Restore(0, "wide2", p, 0, small);
-    CHECK(r.status().message() == "ERR Bad data format");
+    CHECK(r.status().reason() == Reason::kBadDumpFormat);
     CHECK_FALSE(RawMeta(t.engine(), 0, "wide2").has_value());
   }
 }
@@ -206,7 +206,7 @@ TEST_CASE("A large restore is written in several batches under a pinned version"
     p.sub_filters[0].bytes =
         p.sub_filters[0].bytes.substr(0, p.sub_filters[0].bytes.size() * 3 / 4);
     auto r = t.db().Restore(0, "big", p, 0, settings);
-    CHECK(r.status().message() == "ERR Bad data format");
+    CHECK(r.status().reason() == Reason::kBadDumpFormat);
     CHECK_FALSE(RawMeta(t.engine(), 0, "big").has_value());
     CHECK_FALSE(AllPages(t.engine()).empty());  // some batches went out
     REQUIRE(
@@ -313,6 +313,7 @@ TEST_CASE("Copy refuses an existing destination without replace, and a key onto 
   CHECK_FALSE(*r);
   CHECK_FALSE(t.db().Exists(kAlone, 0, "c").value());
   CHECK(t.db().Copy(0, "a", 0, "a", true).status().code() == Code::kInvalid);
+  CHECK(t.db().Copy(0, "a", 0, "a", true).status().reason() == Reason::kSameObject);
   CHECK(t.db().Copy(0, "a", 1, "a", false).value());  // another namespace: not the same
 
   // REPLACE over a renamed filter drops its alias; the copy of a renamed filter owns its pages.
@@ -390,6 +391,7 @@ TEST_CASE("Move takes a key to another namespace, or refuses", "[dump][copy]") {
   }
   CHECK_FALSE(t.db().Move(0, 2, "missing").value());
   CHECK(t.db().Move(2, 2, "f").status().code() == Code::kInvalid);
+  CHECK(t.db().Move(2, 2, "f").status().reason() == Reason::kSameObject);
   REQUIRE(t.db().SetString(0, "s", "v", NowMs() + 50000, false).ok());
   REQUIRE(t.db().Move(0, 1, "s").value());
   auto moved = t.db().Get(kAlone, 1, "s");

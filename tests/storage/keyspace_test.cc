@@ -179,6 +179,7 @@ TEST_CASE("RENAME of strings", "[keyspace]") {
   SECTION("a missing source is kNotFound") {
     auto r = db.Rename(0, "missing", "x", false);
     CHECK(r.status().code() == Code::kNotFound);
+    CHECK(r.status().reason() == Reason::kKeyNotFound);
     CHECK_FALSE(*db.Exists(kAlone, 0, "x"));
   }
   SECTION("renaming a key to itself keeps it (NX answers false)") {

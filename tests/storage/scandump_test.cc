@@ -190,6 +190,7 @@ TEST_CASE("SCANDUMP and LOADCHUNK edge cases", "[scandump]") {
   }
   SECTION("SCANDUMP of a missing key or another type") {
     CHECK(db.CfScanDump(kAlone, 0, "missing", 0).status().code() == Code::kNotFound);
+    CHECK(db.CfScanDump(kAlone, 0, "missing", 0).status().reason() == Reason::kFilterNotFound);
     CHECK(db.CfScanDump(kAlone, 0, "s", 0).status().code() == Code::kWrongType);
   }
   SECTION("past the end is [0, null]") {
@@ -200,29 +201,32 @@ TEST_CASE("SCANDUMP and LOADCHUNK edge cases", "[scandump]") {
   }
   SECTION("a header onto an existing key") {
     CHECK(db.CfLoadChunk(kAlone, 0, "f", 1, header, settings).code() == Code::kExists);
+    CHECK(db.CfLoadChunk(kAlone, 0, "f", 1, header, settings).reason() == Reason::kFilterExists);
     CHECK(db.CfLoadChunk(kAlone, 0, "s", 1, header, settings).code() == Code::kWrongType);
   }
   SECTION("a malformed header") {
     auto short_header = db.CfLoadChunk(kAlone, 0, "new", 1, header.substr(1), settings);
     CHECK(short_header.code() == Code::kInvalid);
-    CHECK(short_header.message() == "Invalid header");
+    CHECK(short_header.reason() == Reason::kBadHeader);
     std::string bad = header;
     bad[32] = 0;  // bucket size 0
     bad[33] = 0;
     auto invalid = db.CfLoadChunk(kAlone, 0, "new", 1, bad, settings);
     CHECK(invalid.code() == Code::kInvalid);
-    CHECK(invalid.message() == "Couldn't create filter!");
+    CHECK(invalid.reason() == Reason::kCreateFailed);
     CHECK_FALSE(*db.Exists(kAlone, 0, "new"));
   }
   SECTION("a chunk for a missing key, another type, or the wrong place") {
     CHECK(db.CfLoadChunk(kAlone, 0, "missing", 65, std::string(64, 'x'), settings).code() ==
           Code::kNotFound);
+    CHECK(db.CfLoadChunk(kAlone, 0, "missing", 65, std::string(64, 'x'), settings).reason() ==
+          Reason::kFilterNotFound);
     CHECK(db.CfLoadChunk(kAlone, 0, "s", 65, std::string(64, 'x'), settings).code() ==
           Code::kWrongType);
     REQUIRE(db.CfLoadChunk(kAlone, 0, "new", 1, header, settings).ok());
     auto misplaced = db.CfLoadChunk(kAlone, 0, "new", 10, std::string(64, 'x'), settings);
     CHECK(misplaced.code() == Code::kInvalid);
-    CHECK(misplaced.message() == "Couldn't load chunk!");
+    CHECK(misplaced.reason() == Reason::kBadChunk);
     CHECK(AllPages(t.engine()).size() ==
           PagesWithPrefix(t.engine(), FilterPrefix(db, 0, "f")).size());
   }
