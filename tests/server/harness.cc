@@ -114,4 +114,36 @@ std::string BulkPayload(std::string_view reply) {
   return std::string(reply.substr(eol + 2, len));
 }
 
+std::vector<std::string> BulkArray(std::string_view reply) {
+  const size_t eol = reply.find("\r\n");
+  if (reply.empty() || reply[0] != '*' || eol == std::string_view::npos) {
+    throw std::runtime_error("not an array reply: " + std::string(reply.substr(0, 40)));
+  }
+  const size_t n = std::stoul(std::string(reply.substr(1, eol - 1)));
+  std::vector<std::string> out;
+  size_t pos = eol + 2;
+  for (size_t i = 0; i < n; ++i) {
+    const size_t line = reply.find("\r\n", pos);
+    if (reply.substr(pos, 1) != "$" || line == std::string_view::npos) {
+      throw std::runtime_error("array element " + std::to_string(i) + " is not a bulk string");
+    }
+    const size_t len = std::stoul(std::string(reply.substr(pos + 1, line - pos - 1)));
+    const size_t end = line + 2 + len + 2;
+    out.push_back(BulkPayload(reply.substr(pos, end - pos)));
+    pos = end;
+  }
+  if (pos != reply.size()) {
+    throw std::runtime_error("bytes after the array");
+  }
+  return out;
+}
+
+std::string BulkArrayReply(const std::vector<std::string>& items) {
+  std::string out = "*" + std::to_string(items.size()) + "\r\n";
+  for (const auto& item : items) {
+    out += Bulk(item);
+  }
+  return out;
+}
+
 }  // namespace cuckood::test

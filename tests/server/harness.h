@@ -58,5 +58,9 @@ std::string Array(std::initializer_list<std::string> items); // *n\r\n + items
 
 // The payload of a bulk-string reply ("$len\r\n...\r\n"); throws when the reply is not one.
 std::string BulkPayload(std::string_view reply);
+// The elements of an array reply of bulk strings ("*n\r\n$..."), in order; throws otherwise.
+std::vector<std::string> BulkArray(std::string_view reply);
+// A RESP2 array of bulk strings.
+std::string BulkArrayReply(const std::vector<std::string>& items);
 
 }  // namespace cuckood::test
