@@ -50,6 +50,12 @@ class TestServer {
   server::Client client_;
 };
 
+// A string literal's bytes, NULs included (without the terminating one).
+template <size_t N>
+std::string Bytes(const char (&literal)[N]) {
+  return std::string(literal, N - 1);
+}
+
 // Reply builders for expected values.
 std::string Bulk(std::string_view s);                        // $len\r\ns\r\n
 std::string Int(int64_t v);                                  // :v\r\n
