@@ -2,7 +2,9 @@
 
 #include <spdlog/spdlog.h>
 #include <stdlib.h>
+#include <unistd.h>
 
+#include <cstdlib>
 #include <stdexcept>
 #include <system_error>
 
@@ -12,8 +14,22 @@ namespace cuckood::test {
 
 namespace {
 
+// Where the data folders go: $CUCKOOD_TEST_TMPDIR, else /dev/shm when it is there (RocksDB's
+// fsyncs while it creates a database cost most of a test's time on a disk), else the usual
+// temporary folder.
+std::filesystem::path TempRoot() {
+  if (const char* dir = std::getenv("CUCKOOD_TEST_TMPDIR"); dir != nullptr && *dir != '\0') {
+    return dir;
+  }
+  std::error_code ec;
+  if (std::filesystem::is_directory("/dev/shm", ec) && access("/dev/shm", W_OK) == 0) {
+    return "/dev/shm";
+  }
+  return std::filesystem::temp_directory_path();
+}
+
 std::filesystem::path MakeTempDir() {
-  std::string tmpl = (std::filesystem::temp_directory_path() / "cuckood-stest-XXXXXX").string();
+  std::string tmpl = (TempRoot() / "cuckood-stest-XXXXXX").string();
   if (mkdtemp(tmpl.data()) == nullptr) {
     throw std::runtime_error("mkdtemp failed");
   }
@@ -64,7 +80,9 @@ TestServer::~TestServer() {
   std::filesystem::remove_all(dir_, ec);
 }
 
-server::Client TestServer::NewClient() { return AuthenticatedClient(*server_); }
+server::Client TestServer::NewClient() {
+  return AuthenticatedClient(*server_);
+}
 
 std::string TestServer::Run(std::initializer_list<std::string_view> argv) {
   return Run(client_, argv);
@@ -90,9 +108,13 @@ std::string Bulk(std::string_view s) {
   return "$" + std::to_string(s.size()) + "\r\n" + std::string(s) + "\r\n";
 }
 
-std::string Int(int64_t v) { return ":" + std::to_string(v) + "\r\n"; }
+std::string Int(int64_t v) {
+  return ":" + std::to_string(v) + "\r\n";
+}
 
-std::string Err(std::string_view msg) { return "-" + std::string(msg) + "\r\n"; }
+std::string Err(std::string_view msg) {
+  return "-" + std::string(msg) + "\r\n";
+}
 
 std::string Array(std::initializer_list<std::string> items) {
   std::string out = "*" + std::to_string(items.size()) + "\r\n";

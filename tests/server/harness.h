@@ -1,7 +1,8 @@
 // In-process command tests: a Server over RocksDB in a temporary folder of its own (removed when
-// the TestServer is destroyed), and Run({...}) sending one command through the real dispatcher
-// and returning the exact reply bytes. Every TestServer has its own folder, so tests run in
-// parallel (ctest -j); the server listens on a free loopback port that no test connects to.
+// the TestServer is destroyed; under /dev/shm when there is one, or $CUCKOOD_TEST_TMPDIR), and
+// Run({...}) sending one command through the real dispatcher and returning the exact reply bytes.
+// Every TestServer has its own folder, so tests run in parallel (ctest -j); the server listens on a
+// free loopback port that no test connects to.
 //
 // Replies are complete when Run returns: the clients here never batch locks (lock_batching is
 // false), so no reply waits for a write group.
@@ -57,10 +58,10 @@ std::string Bytes(const char (&literal)[N]) {
 }
 
 // Reply builders for expected values.
-std::string Bulk(std::string_view s);                        // $len\r\ns\r\n
-std::string Int(int64_t v);                                  // :v\r\n
-std::string Err(std::string_view msg);                       // -msg\r\n
-std::string Array(std::initializer_list<std::string> items); // *n\r\n + items
+std::string Bulk(std::string_view s);                         // $len\r\ns\r\n
+std::string Int(int64_t v);                                   // :v\r\n
+std::string Err(std::string_view msg);                        // -msg\r\n
+std::string Array(std::initializer_list<std::string> items);  // *n\r\n + items
 
 // The payload of a bulk-string reply ("$len\r\n...\r\n"); throws when the reply is not one.
 std::string BulkPayload(std::string_view reply);
