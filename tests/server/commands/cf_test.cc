@@ -14,13 +14,12 @@ constexpr std::string_view kWrongType =
     "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 
 // CF.INFO's eight fields in RESP2 (an array of name, value pairs).
-std::string Info2(int64_t size, int64_t buckets, int64_t filters, int64_t inserted,
-                  int64_t deleted, int64_t bucket_size, int64_t expansion, int64_t iterations) {
+std::string Info2(int64_t size, int64_t buckets, int64_t filters, int64_t inserted, int64_t deleted,
+                  int64_t bucket_size, int64_t expansion, int64_t iterations) {
   return "*16\r\n+Size\r\n" + Int(size) + "+Number of buckets\r\n" + Int(buckets) +
-         "+Number of filters\r\n" + Int(filters) + "+Number of items inserted\r\n" +
-         Int(inserted) + "+Number of items deleted\r\n" + Int(deleted) + "+Bucket size\r\n" +
-         Int(bucket_size) + "+Expansion rate\r\n" + Int(expansion) + "+Max iterations\r\n" +
-         Int(iterations);
+         "+Number of filters\r\n" + Int(filters) + "+Number of items inserted\r\n" + Int(inserted) +
+         "+Number of items deleted\r\n" + Int(deleted) + "+Bucket size\r\n" + Int(bucket_size) +
+         "+Expansion rate\r\n" + Int(expansion) + "+Max iterations\r\n" + Int(iterations);
 }
 
 TEST_CASE("CF.RESERVE creates a filter once; a second one answers item exists", "[cf]") {
@@ -40,8 +39,8 @@ TEST_CASE("CF.RESERVE validates its arguments in RedisBloom's order", "[cf]") {
           "-ERR wrong number of arguments for 'cf.reserve' command\r\n");
   }
   SECTION("a capacity that is not a plain decimal integer is Bad capacity") {
-    for (std::string_view cap : {"abc", "", "1.5", "1e3", "0x10", "+10", "010", "-0", " 10",
-                                 "9223372036854775808"}) {
+    for (std::string_view cap :
+         {"abc", "", "1.5", "1e3", "0x10", "+10", "010", "-0", " 10", "9223372036854775808"}) {
       INFO("capacity '" << cap << "'");
       CHECK(ts.Run({"CF.RESERVE", "k", cap}) == "-Bad capacity\r\n");
     }
@@ -172,8 +171,7 @@ TEST_CASE("CF.MEXISTS answers one integer per item, in order", "[cf]") {
   TestServer ts;
   REQUIRE(ts.Run({"CF.ADD", "k", "a"}) == ":1\r\n");
   REQUIRE(ts.Run({"CF.ADD", "k", ""}) == ":1\r\n");
-  CHECK(ts.Run({"CF.MEXISTS", "k", "a", "", "nope", "a"}) ==
-        "*4\r\n:1\r\n:1\r\n:0\r\n:1\r\n");
+  CHECK(ts.Run({"CF.MEXISTS", "k", "a", "", "nope", "a"}) == "*4\r\n:1\r\n:1\r\n:0\r\n:1\r\n");
 }
 
 TEST_CASE("CF.INSERT parses CAPACITY, NOCREATE and ITEMS", "[cf]") {
@@ -227,10 +225,8 @@ TEST_CASE("A full filter without expansion answers Filter is full", "[cf]") {
   CHECK(ts.Run({"CF.ADDNX", "f", "f0"}) == ":0\r\n");
   CHECK(ts.Run({"CF.ADDNX", "f", "new-item"}) == "-Filter is full\r\n");
   SECTION("CF.INSERT answers -1 for each item it could not add") {
-    CHECK(ts.Run({"CF.INSERT", "f", "ITEMS", "n1", "f0", "n2"}) ==
-          "*3\r\n:-1\r\n:-1\r\n:-1\r\n");
-    CHECK(ts.Run({"CF.INSERTNX", "f", "ITEMS", "n1", "f0", "n2"}) ==
-          "*3\r\n:-1\r\n:0\r\n:-1\r\n");
+    CHECK(ts.Run({"CF.INSERT", "f", "ITEMS", "n1", "f0", "n2"}) == "*3\r\n:-1\r\n:-1\r\n:-1\r\n");
+    CHECK(ts.Run({"CF.INSERTNX", "f", "ITEMS", "n1", "f0", "n2"}) == "*3\r\n:-1\r\n:0\r\n:-1\r\n");
   }
   CHECK(ts.Run({"CF.INFO", "f"}) == Info2(60, 4, 1, 4, 0, 1, 0, 20));
 }

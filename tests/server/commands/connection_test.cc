@@ -236,8 +236,7 @@ TEST_CASE("CLIENT subcommand errors", "[connection][client]") {
 
 TEST_CASE("CLIENT PAUSE checks its timeout and mode", "[connection][client]") {
   TestServer ts;
-  CHECK(ts.Run({"CLIENT", "PAUSE", "abc"}) ==
-        "-ERR timeout is not an integer or out of range\r\n");
+  CHECK(ts.Run({"CLIENT", "PAUSE", "abc"}) == "-ERR timeout is not an integer or out of range\r\n");
   CHECK(ts.Run({"CLIENT", "PAUSE", "-1"}) == "-ERR timeout is negative\r\n");
   CHECK(ts.Run({"CLIENT", "PAUSE", "10", "READ"}) ==
         "-ERR CLIENT PAUSE mode must be WRITE or ALL\r\n");

@@ -46,9 +46,9 @@ TEST_CASE("RESTORE of a recorded RedisBloom payload gives the same filter", "[du
   CHECK(ts.Run({"CF.INFO", "f"}) == kRestoredInfo);
   CHECK(ts.Run({"CF.SCANDUMP", "f", "0"}) ==
         Bytes("*2\r\n:1\r\n$38\r\n"
-                    "\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00"
-                    "\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x04\x00\x01\x00\x00\x00"
-                    "\r\n"));
+              "\x04\x00\x00\x00\x00\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x04\x00\x00"
+              "\x00\x00\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x04\x00\x01\x00\x00\x00"
+              "\r\n"));
   CHECK(ts.Run({"CF.SCANDUMP", "f", "1"}) ==
         Bytes("*2\r\n:9\r\n$8\r\n\x07\x36\xe4\x00\x00\x00\xf5\x00\r\n"));
   CHECK(ts.Run({"CF.SCANDUMP", "f", "9"}) == "*2\r\n:0\r\n$-1\r\n");

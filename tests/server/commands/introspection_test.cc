@@ -61,9 +61,9 @@ TEST_CASE("COMMAND LIST FILTERBY", "[introspection]") {
   TestServer ts;
   SECTION("PATTERN") {
     const auto cf = BulkArray(ts.Run({"COMMAND", "LIST", "FILTERBY", "PATTERN", "cf.*"}));
-    for (std::string name : {"cf.reserve", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx",
-                             "cf.exists", "cf.mexists", "cf.count", "cf.del", "cf.info",
-                             "cf.scandump", "cf.loadchunk"}) {
+    for (std::string name :
+         {"cf.reserve", "cf.add", "cf.addnx", "cf.insert", "cf.insertnx", "cf.exists", "cf.mexists",
+          "cf.count", "cf.del", "cf.info", "cf.scandump", "cf.loadchunk"}) {
       INFO(name);
       CHECK(Contains(cf, name));
     }
@@ -128,8 +128,9 @@ TEST_CASE("COMMAND subcommand errors and HELP", "[introspection]") {
   CHECK(ts.Run({"COMMAND", "FOO"}) == "-ERR unknown subcommand 'FOO'. Try COMMAND HELP.\r\n");
   CHECK(ts.Run({"COMMAND", "COUNT", "x"}) ==
         "-ERR wrong number of arguments for 'command|count' command\r\n");
-  CHECK(ts.Run({"COMMAND", "HELP"}).find("+COMMAND <subcommand> [<arg> [value] [opt] ...]. "
-                                         "Subcommands are:\r\n") != std::string::npos);
+  CHECK(ts.Run({"COMMAND", "HELP"})
+            .find("+COMMAND <subcommand> [<arg> [value] [opt] ...]. "
+                  "Subcommands are:\r\n") != std::string::npos);
 }
 
 }  // namespace

@@ -213,8 +213,9 @@ TEST_CASE("SCAN walks every key once and filters by MATCH and TYPE", "[keyspace]
     std::string cursor = "0";
     int pages = 0;
     do {
-      const std::string reply = ts.Run(
-          ts.client(), std::vector<std::string>{"SCAN", cursor, "TYPE", "MBbloomCF", "COUNT", "100"});
+      const std::string reply =
+          ts.Run(ts.client(),
+                 std::vector<std::string>{"SCAN", cursor, "TYPE", "MBbloomCF", "COUNT", "100"});
       const size_t eol = reply.find("\r\n", 4);
       const size_t len = std::stoul(reply.substr(5, eol - 5));
       cursor = reply.substr(eol + 2, len);

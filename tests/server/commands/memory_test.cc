@@ -72,8 +72,7 @@ TEST_CASE("MEMORY DOCTOR, MALLOC-STATS, PURGE and errors", "[memory]") {
   CHECK(ts.Run({"MEMORY", "FOO"}) == "-ERR unknown subcommand 'FOO'. Try MEMORY HELP.\r\n");
   CHECK(ts.Run({"MEMORY", "USAGE"}) ==
         "-ERR wrong number of arguments for 'memory|usage' command\r\n");
-  CHECK(ts.Run({"MEMORY", "HELP"}).find("+USAGE <key> [SAMPLES <count>]\r\n") !=
-        std::string::npos);
+  CHECK(ts.Run({"MEMORY", "HELP"}).find("+USAGE <key> [SAMPLES <count>]\r\n") != std::string::npos);
 }
 
 TEST_CASE("DISK USAGE is positive for a key and nil for a missing one", "[memory]") {

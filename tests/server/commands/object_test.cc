@@ -59,7 +59,8 @@ TEST_CASE("OBJECT IDLETIME is 0 and FREQ needs an LFU policy", "[object]") {
 
 TEST_CASE("OBJECT errors and HELP", "[object]") {
   TestServer ts;
-  CHECK(ts.Run({"OBJECT", "COLOR", "k"}) == "-ERR unknown subcommand 'COLOR'. Try OBJECT HELP.\r\n");
+  CHECK(ts.Run({"OBJECT", "COLOR", "k"}) ==
+        "-ERR unknown subcommand 'COLOR'. Try OBJECT HELP.\r\n");
   CHECK(ts.Run({"OBJECT", "ENCODING"}) ==
         "-ERR wrong number of arguments for 'object|encoding' command\r\n");
   const std::string help = ts.Run({"OBJECT", "HELP"});

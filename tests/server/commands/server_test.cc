@@ -22,8 +22,7 @@ TEST_CASE("CONFIG GET answers name, value pairs for the matching options", "[ser
     REQUIRE(ts.Run({"HELLO", "3"}).rfind("%", 0) == 0);
     CHECK(ts.Run({"CONFIG", "GET", "databases"}) == "%1\r\n$9\r\ndatabases\r\n$2\r\n16\r\n");
   }
-  CHECK(ts.Run({"CONFIG", "GET"}) ==
-        "-ERR wrong number of arguments for 'config|get' command\r\n");
+  CHECK(ts.Run({"CONFIG", "GET"}) == "-ERR wrong number of arguments for 'config|get' command\r\n");
 }
 
 TEST_CASE("CONFIG SET changes a mutable option at run time", "[server][config]") {
@@ -32,8 +31,7 @@ TEST_CASE("CONFIG SET changes a mutable option at run time", "[server][config]")
   CHECK(ts.Run({"CONFIG", "GET", "slowlog-max-len"}) ==
         "*2\r\n$15\r\nslowlog-max-len\r\n$1\r\n7\r\n");
   SECTION("the CF defaults apply to filters created afterwards") {
-    CHECK(ts.Run({"CONFIG", "SET", "cf-bucket-size", "4", "cf-max-iterations", "50"}) ==
-          "+OK\r\n");
+    CHECK(ts.Run({"CONFIG", "SET", "cf-bucket-size", "4", "cf-max-iterations", "50"}) == "+OK\r\n");
     REQUIRE(ts.Run({"CF.RESERVE", "f", "1000"}) == "+OK\r\n");
     CHECK(ts.Run({"CF.INFO", "f"}) ==
           "*16\r\n+Size\r\n:1080\r\n+Number of buckets\r\n:256\r\n+Number of filters\r\n:1\r\n"
@@ -66,8 +64,9 @@ TEST_CASE("CONFIG SET refuses bad names and values, changing nothing", "[server]
   CHECK(ts.Run({"CONFIG", "SET", "slowlog-max-len"}) ==
         "-ERR wrong number of arguments for 'config|set' command\r\n");
   SECTION("a failing value rolls back the ones before it") {
-    CHECK(ts.Run({"CONFIG", "SET", "slowlog-max-len", "3", "cf-bucket-size", "0"}).rfind(
-              "-ERR CONFIG SET failed (possibly related to argument 'cf-bucket-size')", 0) == 0);
+    CHECK(ts.Run({"CONFIG", "SET", "slowlog-max-len", "3", "cf-bucket-size", "0"})
+              .rfind("-ERR CONFIG SET failed (possibly related to argument 'cf-bucket-size')", 0) ==
+          0);
   }
   CHECK(ts.Run({"CONFIG", "GET", "slowlog-max-len"}) ==
         "*2\r\n$15\r\nslowlog-max-len\r\n$3\r\n128\r\n");
@@ -196,8 +195,7 @@ TEST_CASE("DEBUG follows enable-debug-command", "[server][debug]") {
     TestServer ts;
     auto remote = ts.NewClient();
     remote.addr = "10.0.0.7:51000";
-    CHECK(ts.Run(remote, {"DEBUG", "SLEEP", "0"}).rfind("-ERR DEBUG command not allowed.", 0) ==
-          0);
+    CHECK(ts.Run(remote, {"DEBUG", "SLEEP", "0"}).rfind("-ERR DEBUG command not allowed.", 0) == 0);
     CHECK(ts.Run({"DEBUG", "SLEEP", "0"}) == "+OK\r\n");
   }
 }

@@ -83,8 +83,7 @@ TEST_CASE("SET with an expiry", "[strings]") {
   }
   SECTION("bad expiry arguments") {
     CHECK(ts.Run({"SET", "k", "v", "EX", "0"}) == "-ERR invalid expire time in 'set' command\r\n");
-    CHECK(ts.Run({"SET", "k", "v", "PX", "-5"}) ==
-          "-ERR invalid expire time in 'set' command\r\n");
+    CHECK(ts.Run({"SET", "k", "v", "PX", "-5"}) == "-ERR invalid expire time in 'set' command\r\n");
     CHECK(ts.Run({"SET", "k", "v", "EX", "ten"}) ==
           "-ERR value is not an integer or out of range\r\n");
     CHECK(ts.Run({"SET", "k", "v", "EX"}) == "-ERR syntax error\r\n");

@@ -46,8 +46,7 @@ TEST_CASE("A run-time error inside EXEC does not stop the other commands", "[tra
   CHECK(ts.Run({"GET", "x"}) == Bulk("1"));
 }
 
-TEST_CASE("An error while queuing makes EXEC answer EXECABORT and run nothing",
-          "[transactions]") {
+TEST_CASE("An error while queuing makes EXEC answer EXECABORT and run nothing", "[transactions]") {
   TestServer ts;
   REQUIRE(ts.Run({"MULTI"}) == "+OK\r\n");
   REQUIRE(ts.Run({"SET", "k", "v"}) == kQueued);
@@ -70,8 +69,7 @@ TEST_CASE("CF commands check their arity at EXEC, as RedisBloom's module command
   REQUIRE(ts.Run({"MULTI"}) == "+OK\r\n");
   CHECK(ts.Run({"CF.ADD", "f"}) == kQueued);
   CHECK(ts.Run({"CF.ADD", "f", "a"}) == kQueued);
-  CHECK(ts.Run({"EXEC"}) ==
-        "*2\r\n-ERR wrong number of arguments for 'cf.add' command\r\n:1\r\n");
+  CHECK(ts.Run({"EXEC"}) == "*2\r\n-ERR wrong number of arguments for 'cf.add' command\r\n:1\r\n");
 }
 
 TEST_CASE("DISCARD drops the queued commands", "[transactions]") {
