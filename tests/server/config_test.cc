@@ -69,7 +69,7 @@ std::optional<std::string> Set(Config& cfg, const std::string& name, const std::
 
 // The repository root, found from this file's path (tests/server/config_test.cc).
 fs::path RepoRoot() {
-  return fs::path(__FILE__).parent_path().parent_path().parent_path();
+  return fs::path(CUCKOOD_SOURCE_DIR);
 }
 
 TEST_CASE("ParseMemory accepts Redis's units, case-insensitively", "[config]") {
