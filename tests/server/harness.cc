@@ -38,7 +38,7 @@ std::filesystem::path MakeTempDir() {
 
 server::Client AuthenticatedClient(server::Server& server) {
   server::Client c;
-  c.id = server.NextClientId();
+  c.id = server.clients().NextId();
   c.authenticated = true;
   c.addr = "127.0.0.1:40000";
   c.laddr = "127.0.0.1:6379";
@@ -100,7 +100,7 @@ std::string TestServer::Dispatch(server::Client& client, const server::Argv& arg
   std::string reply;
   resp::Writer writer(&reply, client.proto);
   // The one call into the dispatcher.
-  server_->Dispatch(client, argv, writer);
+  server_->dispatcher().Dispatch(client, argv, writer);
   return reply;
 }
 

@@ -28,9 +28,9 @@ TEST_CASE("INFO server reports Redis 7.0's version and the bound port", "[info]"
   const std::string text = BulkPayload(ts.Run({"INFO", "server"}));
   CHECK(text.rfind("# Server\r\n", 0) == 0);
   CHECK(Has(text, "\r\nredis_version:7.0.15\r\n"));
-  CHECK(Has(text, "\r\ntcp_port:" + std::to_string(ts.server().port()) + "\r\n"));
-  CHECK(Has(text, "\r\nrun_id:" + ts.server().run_id() + "\r\n"));
-  CHECK(ts.server().run_id().size() == 40);
+  CHECK(Has(text, "\r\ntcp_port:" + std::to_string(ts.server().process().port) + "\r\n"));
+  CHECK(Has(text, "\r\nrun_id:" + ts.server().process().run_id + "\r\n"));
+  CHECK(ts.server().process().run_id.size() == 40);
   CHECK_FALSE(Has(text, "# Keyspace"));
 }
 

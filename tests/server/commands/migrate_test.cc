@@ -32,7 +32,7 @@ TEST_CASE("MIGRATE of missing keys answers NOKEY", "[migrate]") {
 TEST_CASE("MIGRATE moves a filter to another server's database", "[migrate]") {
   TestServer source;
   TestServer target;
-  const std::string port = std::to_string(target.server().port());
+  const std::string port = std::to_string(target.server().process().port);
   REQUIRE(source.Run({"CF.RESERVE", "f", "100", "BUCKETSIZE", "4"}) == "+OK\r\n");
   REQUIRE(source.Run({"CF.ADD", "f", "a"}) == ":1\r\n");
   const std::string info = source.Run({"CF.INFO", "f"});

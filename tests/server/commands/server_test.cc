@@ -159,7 +159,7 @@ TEST_CASE("TIME answers seconds and microseconds as bulk strings", "[server]") {
 
 TEST_CASE("LASTSAVE is the start time before any save", "[server]") {
   TestServer ts;
-  CHECK(ts.Run({"LASTSAVE"}) == Int(ts.server().start_unix()));
+  CHECK(ts.Run({"LASTSAVE"}) == Int(ts.server().process().start_unix));
 }
 
 TEST_CASE("SHUTDOWN ABORT without a shutdown in progress, MONITOR unsupported", "[server]") {
