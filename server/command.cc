@@ -4,6 +4,11 @@
 
 namespace cuckood::server {
 
+bool ArityAccepts(const CommandSpec& spec, size_t argc) {
+  const auto n = static_cast<int64_t>(argc);
+  return spec.arity > 0 ? n == spec.arity : n >= -static_cast<int64_t>(spec.arity);
+}
+
 void CommandTable::Add(CommandSpec spec) {
   auto owned = std::make_unique<CommandSpec>(std::move(spec));
   const CommandSpec* p = owned.get();

@@ -72,29 +72,33 @@ struct CommandContext {
 using Handler = void (*)(CommandContext& ctx);
 
 struct CommandArgDoc {
-  std::string name;
-  std::string type;  // key, string, integer, pure-token, block, oneof
-  std::string token;
+  std::string name = {};
+  std::string type = {};  // key, string, integer, pure-token, block, oneof
+  std::string token = {};
   bool optional = false;
   bool multiple = false;
 };
 
 struct CommandSpec {
-  std::string name;  // lower case, e.g. "cf.add"
+  std::string name = {};  // lower case, e.g. "cf.add"
   int arity = 0;     // Redis convention: n = exactly n, -n = at least n (name included)
   uint32_t flags = 0;
   int first_key = 0;
   int last_key = 0;
   int step = 0;
   Handler handler = nullptr;
-  std::string summary;
+  std::string summary = {};
   std::string since = "1.0.0";
   std::string group = "generic";
-  std::string complexity;
-  std::vector<CommandArgDoc> args;
-  std::vector<std::string> acl_categories;
-  std::vector<CommandSpec> subcommands;  // CONFIG GET, CLIENT LIST, ... (name "config|get")
+  std::string complexity = {};
+  std::vector<CommandArgDoc> args = {};
+  std::vector<std::string> acl_categories = {};
+  std::vector<CommandSpec> subcommands = {};  // CONFIG GET, CLIENT LIST, ... (name "config|get")
 };
+
+// Whether a call with argc arguments (the command name included) fits the row's arity: exactly
+// `arity` when it is positive, at least `-arity` when it is negative.
+bool ArityAccepts(const CommandSpec& spec, size_t argc);
 
 class CommandTable {
  public:

@@ -725,9 +725,8 @@ void Server::Dispatch(Client& client, const CommandSpec* spec, const Argv& argv,
     reject(UnknownCommandError(argv));
     return;
   }
-  const int argc = static_cast<int>(argv.size());
   const bool queue_unchecked = client.in_multi && (spec->flags & kHandlerArity);
-  if (!queue_unchecked && ((spec->arity > 0 && argc != spec->arity) || argc < -spec->arity)) {
+  if (!queue_unchecked && !ArityAccepts(*spec, argv.size())) {
     stats_.For(spec->name).rejected_calls++;
     reject(ArityError(spec->name));
     return;
@@ -874,9 +873,7 @@ void Server::Execute(const CommandSpec& spec, Client& client, const Argv& argv, 
   // Stripes are per database (client.db); the namespace it maps to changes only while SWAPDB
   // holds every stripe, so it is read now that this command's are held.
   CommandContext ctx{*this, client, out, argv, db_->Namespace(client.db), std::nullopt};
-  if ((spec.flags & kHandlerArity) &&
-      ((spec.arity > 0 && static_cast<int>(argv.size()) != spec.arity) ||
-       static_cast<int>(argv.size()) < -spec.arity)) {
+  if ((spec.flags & kHandlerArity) && !ArityAccepts(spec, argv.size())) {
     // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are (they
     // check it before opening the key, so nothing counts as modified).
     out.Error(ArityError(spec.name));

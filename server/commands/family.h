@@ -40,8 +40,7 @@ inline void RunSubcommand(CommandContext& ctx) {
                   ToUpper(ctx.argv[0]) + " HELP.");
     return;
   }
-  const int argc = static_cast<int>(ctx.argv.size());
-  if ((sub->arity > 0 && argc != sub->arity) || argc < -sub->arity) {
+  if (!ArityAccepts(*sub, ctx.argv.size())) {
     ctx.out.Error(ArityError(sub->name));
     return;
   }

@@ -503,8 +503,7 @@ void GetKeysGeneric(CommandContext& ctx, bool with_flags) {
     ctx.out.Error("ERR The command has no key arguments");
     return;
   }
-  const int argc = static_cast<int>(sub_argv.size());
-  if ((spec->arity > 0 && spec->arity != argc) || argc < -spec->arity) {
+  if (!ArityAccepts(*spec, sub_argv.size())) {
     ctx.out.Error("ERR Invalid number of arguments specified for command");
     return;
   }
