@@ -191,11 +191,7 @@ const CommandSpec* Lookup(Server& server, std::string_view name) {
   return parent == nullptr ? nullptr : FindSubcommand(*parent, name.substr(bar + 1));
 }
 
-void CommandCommand(CommandContext& ctx) {
-  if (ctx.argv.size() >= 2) {
-    RunSubcommand(ctx);
-    return;
-  }
+void WriteAllInfo(CommandContext& ctx) {
   const auto& all = ctx.server.commands().all();
   ctx.out.ArrayHeader(static_cast<int64_t>(all.size()));
   for (const auto* spec : all) {
@@ -203,13 +199,21 @@ void CommandCommand(CommandContext& ctx) {
   }
 }
 
+void CommandCommand(CommandContext& ctx) {
+  if (ctx.argv.size() >= 2) {
+    RunSubcommand(ctx);
+    return;
+  }
+  WriteAllInfo(ctx);
+}
+
 void CountCommand(CommandContext& ctx) {
   ctx.out.Integer(static_cast<int64_t>(ctx.server.commands().all().size()));
 }
 
 void InfoSubcommand(CommandContext& ctx) {
-  if (ctx.argv.size() == 2) {
-    CommandCommand(ctx);
+  if (ctx.argv.size() == 2) {  // COMMAND INFO alone: every command, as COMMAND
+    WriteAllInfo(ctx);
     return;
   }
   ctx.out.ArrayHeader(static_cast<int64_t>(ctx.argv.size() - 2));
