@@ -1,10 +1,66 @@
 #include "server/command.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include "server/util.h"
 
 namespace cuckood::server {
 
+namespace {
+
+// Redis's ACL categories in their bit order (the order COMMAND INFO lists them).
+constexpr std::string_view kCategoryOrder[] = {
+    "keyspace", "read",   "write",       "set",       "sortedset",  "list",        "hash",
+    "string",   "bitmap", "hyperloglog", "geo",       "stream",     "pubsub",      "admin",
+    "fast",     "slow",   "blocking",    "dangerous", "connection", "transaction", "scripting"};
+
+void Canonicalize(CommandSpec& spec) {
+  spec.acl_categories = CanonicalAclCategories(spec);
+  for (auto& sub : spec.subcommands) {
+    Canonicalize(sub);
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> CanonicalAclCategories(const CommandSpec& spec) {
+  std::vector<std::string> given = spec.acl_categories;
+  auto add_if = [&given](bool cond, std::string_view c) {
+    if (cond) {
+      given.emplace_back(c);
+    }
+  };
+  add_if(spec.flags & kWrite, "write");
+  add_if(spec.flags & kReadOnly, "read");
+  add_if(spec.flags & kAdmin, "admin");
+  add_if(spec.flags & kAdmin, "dangerous");
+  add_if(spec.flags & kPubSub, "pubsub");
+  add_if(spec.flags & kFast, "fast");
+  add_if(std::find(given.begin(), given.end(), "fast") == given.end(), "slow");
+  std::vector<std::string> out;
+  for (auto known : kCategoryOrder) {
+    if (std::find(given.begin(), given.end(), known) != given.end()) {
+      out.emplace_back(known);
+    }
+  }
+  for (const auto& g : given) {
+    const bool builtin = std::find(std::begin(kCategoryOrder), std::end(kCategoryOrder), g) !=
+                         std::end(kCategoryOrder);
+    if (!builtin && std::find(out.begin(), out.end(), g) == out.end()) {
+      out.push_back(g);
+    }
+  }
+  return out;
+}
+
+bool ArityAccepts(const CommandSpec& spec, size_t argc) {
+  const auto n = static_cast<int64_t>(argc);
+  return spec.arity > 0 ? n == spec.arity : n >= -static_cast<int64_t>(spec.arity);
+}
+
 void CommandTable::Add(CommandSpec spec) {
+  Canonicalize(spec);
   auto owned = std::make_unique<CommandSpec>(std::move(spec));
   const CommandSpec* p = owned.get();
   by_name_[p->name] = p;

@@ -1,4 +1,5 @@
-// The command table: one row per command (name, arity, flags, key positions, handler, docs).
+// The command table: one row per command (name, arity, flags, key positions, handler, ACL categories,
+// tips, docs), each written as a designated initialiser of CommandSpec.
 // Each family registers its rows explicitly (RegisterXxxCommands at the bottom of its file); the
 // dispatcher and COMMAND/COMMAND DOCS answer from the same rows.
 #pragma once
@@ -76,32 +77,47 @@ struct CommandContext {
 using Handler = void (*)(CommandContext& ctx);
 
 struct CommandArgDoc {
-  std::string name;
-  std::string type;  // key, string, integer, pure-token, block, oneof
-  std::string token;
+  std::string name = {};
+  std::string type = {};  // key, string, integer, pure-token, block, oneof
+  std::string token = {};
   bool optional = false;
   bool multiple = false;
 };
 
 struct CommandSpec {
-  std::string name;  // lower case, e.g. "cf.add"
+  std::string name = {};  // lower case, e.g. "cf.add"
   int arity = 0;     // Redis convention: n = exactly n, -n = at least n (name included)
   uint32_t flags = 0;
   int first_key = 0;
   int last_key = 0;
   int step = 0;
   Handler handler = nullptr;
-  std::string summary;
+  std::string summary = {};
   std::string since = "1.0.0";
   std::string group = "generic";
-  std::string complexity;
-  std::vector<CommandArgDoc> args;
-  std::vector<std::string> acl_categories;
-  std::vector<CommandSpec> subcommands;  // CONFIG GET, CLIENT LIST, ... (name "config|get")
+  std::string complexity = {};
+  std::vector<CommandArgDoc> args = {};
+  // ACL categories, lower case without '@' ("read", "cuckoo"). A row names the ones its flags do
+  // not imply; CommandTable::Add completes and orders them (see CanonicalAclCategories).
+  std::vector<std::string> acl_categories = {};
+  // COMMAND INFO tips, as Redis 7.0 gives them ("request_policy:all_shards", ...): cluster-aware
+  // clients route by them.
+  std::vector<std::string> tips = {};
+  std::vector<CommandSpec> subcommands = {};  // CONFIG GET, CLIENT LIST, ... (name "config|get")
 };
+
+// The row's ACL categories completed with the ones its flags imply (write, read, admin and
+// dangerous, pubsub, fast, otherwise slow), in Redis's category order, other categories (a
+// module's) after them in the row's order, without duplicates.
+std::vector<std::string> CanonicalAclCategories(const CommandSpec& spec);
+
+// Whether a call with argc arguments (the command name included) fits the row's arity: exactly
+// `arity` when it is positive, at least `-arity` when it is negative.
+bool ArityAccepts(const CommandSpec& spec, size_t argc);
 
 class CommandTable {
  public:
+  // Registers a row; its ACL categories (and its subcommands') are put in canonical form.
   void Add(CommandSpec spec);
   // Case-insensitive lookup; nullptr when unknown (or disabled by rename-command).
   const CommandSpec* Find(std::string_view name) const;

@@ -35,11 +35,6 @@ std::string UnknownCommandError(const Argv& argv) {
   return msg;
 }
 
-bool ArityOk(const CommandSpec& spec, size_t argc) {
-  const int n = static_cast<int>(argc);
-  return !((spec.arity > 0 && n != spec.arity) || n < -spec.arity);
-}
-
 }  // namespace
 
 Dispatcher::Dispatcher(Server& server) : server_(server) {}
@@ -84,7 +79,7 @@ void Dispatcher::Dispatch(Client& client, const CommandSpec* spec, const Argv& a
     return;
   }
   const bool queue_unchecked = client.in_multi && (spec->flags & kHandlerArity);
-  if (!queue_unchecked && !ArityOk(*spec, argv.size())) {
+  if (!queue_unchecked && !ArityAccepts(*spec, argv.size())) {
     stats.For(spec->name).rejected_calls++;
     reject(ArityError(spec->name));
     return;
@@ -205,7 +200,7 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
   // holds every stripe, so it is read now that this command's are held.
   CommandContext ctx{server_,       client,      out, argv, server_.db().Namespace(client.db),
                      scope.storage, std::nullopt};
-  if ((spec.flags & kHandlerArity) && !ArityOk(spec, argv.size())) {
+  if ((spec.flags & kHandlerArity) && !ArityAccepts(spec, argv.size())) {
     // Queued inside MULTI without the arity check, as RedisBloom 2.8's commands are (they
     // check it before opening the key, so nothing counts as modified).
     out.Error(ArityError(spec.name));

@@ -344,93 +344,235 @@ CommandArgDoc Arg(std::string name, std::string type, bool optional = false, boo
   return {std::move(name), std::move(type), std::move(token), optional, multiple};
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler h, std::string summary,
-                std::string complexity, std::vector<CommandArgDoc> args,
-                std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  // RedisBloom 2.8 registers no arity and checks it in each handler: inside MULTI a call with
-  // the wrong number of arguments is queued and fails at EXEC.
-  s.flags = flags | kHandlerArity;
-  s.first_key = 1;
-  s.last_key = 1;
-  s.step = 1;
-  s.handler = h;
-  s.summary = std::move(summary);
-  s.since = "1.0.0";
-  s.group = "cf";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  acl.push_back("cuckoo");
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 void RegisterCfCommands(CommandTable& table) {
   const uint32_t kW = kWrite | kDenyOom;
   const uint32_t kWG = kW | kGroupCommit;  // filter writes that may join a write group
   const uint32_t kR = kReadOnly | kFast;
-  table.Add(Row(
-      "cf.reserve", -3, kWG, CfReserve, "Creates a new Cuckoo Filter", "O(1)",
-      {Key(), Arg("capacity", "integer"), Arg("bucketsize", "integer", true, false, "BUCKETSIZE"),
-       Arg("maxiterations", "integer", true, false, "MAXITERATIONS"),
-       Arg("expansion", "integer", true, false, "EXPANSION")},
-      {"write", "fast"}));
-  table.Add(Row("cf.add", 3, kWG, CfAdd, "Adds an item to a Cuckoo Filter", "O(k + i)",
-                {Key(), Arg("item", "string")}, {"write"}));
-  table.Add(Row("cf.addnx", 3, kWG, CfAddNx,
-                "Adds an item to a Cuckoo Filter if the item did not exist previously.", "O(k + i)",
-                {Key(), Arg("item", "string")}, {"write"}));
-  table.Add(
-      Row("cf.insert", -4, kWG, CfInsert,
-          "Adds one or more items to a Cuckoo Filter. A filter will be created if it does "
-          "not exist",
-          "O(n * (k + i))",
-          {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
-           Arg("nocreate", "pure-token", true, false, "NOCREATE"),
-           Arg("items", "pure-token", false, false, "ITEMS"), Arg("item", "string", false, true)},
-          {"write"}));
-  table.Add(
-      Row("cf.insertnx", -4, kWG, CfInsertNx,
-          "Adds one or more items to a Cuckoo Filter if the items did not exist "
-          "previously. A filter will be created if it does not exist",
-          "O(n * (k + i))",
-          {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
-           Arg("nocreate", "pure-token", true, false, "NOCREATE"),
-           Arg("items", "pure-token", false, false, "ITEMS"), Arg("item", "string", false, true)},
-          {"write"}));
-  table.Add(Row("cf.exists", 3, kR, CfExists,
-                "Checks whether one or more items exist in a "
-                "Cuckoo Filter",
-                "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")},
-                {"read"}));
-  table.Add(Row("cf.mexists", -3, kR, CfMExists,
-                "Checks whether one or more items exist in a Cuckoo Filter",
-                "O(k * n), where k is the number of sub-filters and n is the number of items",
-                {Key(), Arg("item", "string", false, true)}, {"read"}));
-  table.Add(Row(
-      "cf.count", 3, kR, CfCount, "Return the number of times an item might be in a Cuckoo Filter",
-      "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")}, {"read"}));
-  table.Add(
-      Row("cf.del", 3, kWrite | kFast | kGroupCommit, CfDel, "Deletes an item from a Cuckoo Filter",
-          "O(k), where k is the number of sub-filters", {Key(), Arg("item", "string")}, {"write"}));
+  table.Add(CommandSpec{
+      .name = "cf.reserve",
+      .arity = -3,
+      .flags = kWG | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfReserve,
+      .summary = "Creates a new Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(1)",
+      .args = {Key(), Arg("capacity", "integer"),
+               Arg("bucketsize", "integer", true, false, "BUCKETSIZE"),
+               Arg("maxiterations", "integer", true, false, "MAXITERATIONS"),
+               Arg("expansion", "integer", true, false, "EXPANSION")},
+      .acl_categories = {"write", "fast", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.add",
+      .arity = 3,
+      .flags = kWG | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfAdd,
+      .summary = "Adds an item to a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k + i)",
+      .args = {Key(), Arg("item", "string")},
+      .acl_categories = {"write", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.addnx",
+      .arity = 3,
+      .flags = kWG | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfAddNx,
+      .summary = "Adds an item to a Cuckoo Filter if the item did not exist previously.",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k + i)",
+      .args = {Key(), Arg("item", "string")},
+      .acl_categories = {"write", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.insert",
+      .arity = -4,
+      .flags = kWG | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfInsert,
+      .summary = "Adds one or more items to a Cuckoo Filter. A filter will be created if it does "
+                 "not exist",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(n * (k + i))",
+      .args = {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
+               Arg("nocreate", "pure-token", true, false, "NOCREATE"),
+               Arg("items", "pure-token", false, false, "ITEMS"),
+               Arg("item", "string", false, true)},
+      .acl_categories = {"write", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.insertnx",
+      .arity = -4,
+      .flags = kWG | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfInsertNx,
+      .summary = "Adds one or more items to a Cuckoo Filter if the items did not exist "
+                 "previously. A filter will be created if it does not exist",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(n * (k + i))",
+      .args = {Key(), Arg("capacity", "integer", true, false, "CAPACITY"),
+               Arg("nocreate", "pure-token", true, false, "NOCREATE"),
+               Arg("items", "pure-token", false, false, "ITEMS"),
+               Arg("item", "string", false, true)},
+      .acl_categories = {"write", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.exists",
+      .arity = 3,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfExists,
+      .summary = "Checks whether one or more items exist in a "
+                 "Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k), where k is the number of sub-filters",
+      .args = {Key(), Arg("item", "string")},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.mexists",
+      .arity = -3,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfMExists,
+      .summary = "Checks whether one or more items exist in a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k * n), where k is the number of sub-filters and n is the number of items",
+      .args = {Key(), Arg("item", "string", false, true)},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.count",
+      .arity = 3,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfCount,
+      .summary = "Return the number of times an item might be in a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k), where k is the number of sub-filters",
+      .args = {Key(), Arg("item", "string")},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.del",
+      .arity = 3,
+      .flags = kWrite | kFast | kGroupCommit | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfDel,
+      .summary = "Deletes an item from a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(k), where k is the number of sub-filters",
+      .args = {Key(), Arg("item", "string")},
+      .acl_categories = {"write", "cuckoo"},
+  });
   // CF.COMPACT mutates the filter: flagged as a write here although RedisBloom flags it read-only.
-  table.Add(Row("cf.compact", 2, kWrite | kBackground, CfCompact,
-                "Moves items from newer sub-filters into older ones and frees empty sub-filters",
-                "O(n), where n is the size of the filter", {Key()}, {"read"}));
-  table.Add(Row("cf.info", 2, kR, CfInfo, "Returns information about a Cuckoo Filter", "O(1)",
-                {Key()}, {"read", "fast"}));
-  table.Add(Row("cf.debug", 2, kR, CfDebug, "Returns the internal counters of a Cuckoo Filter",
-                "O(1)", {Key()}, {"read"}));
-  table.Add(Row("cf.scandump", 3, kR, CfScanDump, "Begins an incremental save of the bloom filter",
-                "O(n), where n is the capacity", {Key(), Arg("iterator", "integer")}, {"read"}));
-  table.Add(Row("cf.loadchunk", 4, kW, CfLoadChunk,
-                "Restores a filter previously saved using SCANDUMP",
-                "O(n), where n is the capacity",
-                {Key(), Arg("iterator", "integer"), Arg("data", "string")}, {"write"}));
+  table.Add(CommandSpec{
+      .name = "cf.compact",
+      .arity = 2,
+      .flags = kWrite | kBackground | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfCompact,
+      .summary = "Moves items from newer sub-filters into older ones and frees empty sub-filters",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(n), where n is the size of the filter",
+      .args = {Key()},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.info",
+      .arity = 2,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfInfo,
+      .summary = "Returns information about a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(1)",
+      .args = {Key()},
+      .acl_categories = {"read", "fast", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.debug",
+      .arity = 2,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfDebug,
+      .summary = "Returns the internal counters of a Cuckoo Filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(1)",
+      .args = {Key()},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.scandump",
+      .arity = 3,
+      .flags = kR | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfScanDump,
+      .summary = "Begins an incremental save of the bloom filter",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(n), where n is the capacity",
+      .args = {Key(), Arg("iterator", "integer")},
+      .acl_categories = {"read", "cuckoo"},
+  });
+  table.Add(CommandSpec{
+      .name = "cf.loadchunk",
+      .arity = 4,
+      .flags = kW | kHandlerArity,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = CfLoadChunk,
+      .summary = "Restores a filter previously saved using SCANDUMP",
+      .since = "1.0.0",
+      .group = "cf",
+      .complexity = "O(n), where n is the capacity",
+      .args = {Key(), Arg("iterator", "integer"), Arg("data", "string")},
+      .acl_categories = {"write", "cuckoo"},
+  });
 }
 
 }  // namespace cuckood::server

@@ -326,64 +326,162 @@ void Asking(CommandContext& ctx) {
   }
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "cluster";
-  s.complexity = "O(1)";
-  s.args = std::move(args);
-  s.acl_categories = {"@slow"};
-  return s;
-}
-
 CommandSpec ClusterCommandSpec() {
-  auto cluster =
-      ContainerSpec("cluster", "A container for Redis Cluster commands.", "3.0.0", "cluster");
   // The dispatcher checks the container's flags: the controller's probes (CLUSTER INFO) must be
   // answered while a replica loads a full sync, or it counts them as failures.
-  cluster.flags = kLoading | kStale;
+  CommandSpec cluster = CommandSpec{
+      .name = "cluster",
+      .arity = -2,
+      .flags = kLoading | kStale,
+      .handler = RunSubcommand,
+      .summary = "A container for Redis Cluster commands.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "Depends on subcommand.",
+  };
   auto& subs = cluster.subcommands;
   const uint32_t kInfo = kLoading | kStale;
-  subs.push_back(Row("cluster|info", 2, kInfo, ClusterInfo,
-                     "Returns information about the state of a node.", "3.0.0"));
-  subs.push_back(Row("cluster|nodes", 2, kInfo, ClusterNodes,
-                     "Returns the cluster configuration for a node.", "3.0.0"));
-  subs.push_back(Row("cluster|slots", 2, kInfo, ClusterSlots,
-                     "Returns the mapping of cluster slots to nodes.", "3.0.0"));
-  subs.push_back(Row("cluster|shards", 2, kInfo, ClusterShards,
-                     "Returns the mapping of cluster slots to shards.", "7.0.0"));
-  subs.push_back(Row("cluster|myid", 2, kInfo, ClusterMyId, "Returns the ID of a node.", "3.0.0"));
-  subs.push_back(Row("cluster|keyslot", 3, kInfo, ClusterKeySlot,
-                     "Returns the hash slot for a key.", "3.0.0",
-                     {{"key", "string", "", false, false}}));
-  subs.push_back(Row("cluster|countkeysinslot", 3, kInfo, ClusterCountKeysInSlot,
-                     "Returns the number of keys in a hash slot.", "3.0.0",
-                     {{"slot", "integer", "", false, false}}));
-  subs.push_back(
-      Row("cluster|getkeysinslot", 4, kInfo, ClusterGetKeysInSlot,
-          "Returns the key names in a hash slot.", "3.0.0",
-          {{"slot", "integer", "", false, false}, {"count", "integer", "", false, false}}));
+  subs.push_back(CommandSpec{
+      .name = "cluster|info",
+      .arity = 2,
+      .flags = kInfo,
+      .handler = ClusterInfo,
+      .summary = "Returns information about the state of a node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|nodes",
+      .arity = 2,
+      .flags = kInfo,
+      .handler = ClusterNodes,
+      .summary = "Returns the cluster configuration for a node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|slots",
+      .arity = 2,
+      .flags = kInfo,
+      .handler = ClusterSlots,
+      .summary = "Returns the mapping of cluster slots to nodes.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|shards",
+      .arity = 2,
+      .flags = kInfo,
+      .handler = ClusterShards,
+      .summary = "Returns the mapping of cluster slots to shards.",
+      .since = "7.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|myid",
+      .arity = 2,
+      .flags = kInfo,
+      .handler = ClusterMyId,
+      .summary = "Returns the ID of a node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|keyslot",
+      .arity = 3,
+      .flags = kInfo,
+      .handler = ClusterKeySlot,
+      .summary = "Returns the hash slot for a key.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .args = {{"key", "string", "", false, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|countkeysinslot",
+      .arity = 3,
+      .flags = kInfo,
+      .handler = ClusterCountKeysInSlot,
+      .summary = "Returns the number of keys in a hash slot.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .args = {{"slot", "integer", "", false, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "cluster|getkeysinslot",
+      .arity = 4,
+      .flags = kInfo,
+      .handler = ClusterGetKeysInSlot,
+      .summary = "Returns the key names in a hash slot.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .args = {{"slot", "integer", "", false, false}, {"count", "integer", "", false, false}},
+      .acl_categories = {"slow"},
+  });
   for (const char* name : {"cluster|replicas", "cluster|slaves"}) {
-    subs.push_back(Row(name, 3, kAdmin | kStale, ClusterReplicas,
-                       "Lists the replica nodes of a master node.", "5.0.0",
-                       {{"node-id", "string", "", false, false}}));
+    subs.push_back(CommandSpec{
+        .name = name,
+        .arity = 3,
+        .flags = kAdmin | kStale,
+        .handler = ClusterReplicas,
+        .summary = "Lists the replica nodes of a master node.",
+        .since = "5.0.0",
+        .group = "cluster",
+        .complexity = "O(1)",
+        .args = {{"node-id", "string", "", false, false}},
+        .acl_categories = {"slow"},
+    });
   }
-  subs.push_back(Row("cluster|reset", -2, kAdmin | kStale | kNoScript, ClusterReset,
-                     "Resets a node.", "3.0.0",
-                     {{"reset-type", "oneof", "HARD|SOFT", true, false}}));
+  subs.push_back(CommandSpec{
+      .name = "cluster|reset",
+      .arity = -2,
+      .flags = kAdmin | kStale | kNoScript,
+      .handler = ClusterReset,
+      .summary = "Resets a node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .args = {{"reset-type", "oneof", "HARD|SOFT", true, false}},
+      .acl_categories = {"slow"},
+  });
   for (auto verb : kGossipVerbs) {
-    subs.push_back(
-        Row("cluster|" + std::string(verb), -2, kAdmin | kStale | kNoScript, ClusterGossipVerb,
-            "Refused: the topology is managed with CLUSTERX (kvrocks-controller).", "3.0.0"));
+    subs.push_back(CommandSpec{
+        .name = "cluster|" + std::string(verb),
+        .arity = -2,
+        .flags = kAdmin | kStale | kNoScript,
+        .handler = ClusterGossipVerb,
+        .summary = "Refused: the topology is managed with CLUSTERX (kvrocks-controller).",
+        .since = "3.0.0",
+        .group = "cluster",
+        .complexity = "O(1)",
+        .acl_categories = {"slow"},
+    });
   }
-  subs.push_back(Row("cluster|help", 2, kLoading | kStale, ClusterHelp,
-                     "Returns helpful text about the different subcommands.", "5.0.0"));
+  subs.push_back(CommandSpec{
+      .name = "cluster|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = ClusterHelp,
+      .summary = "Returns helpful text about the different subcommands.",
+      .since = "5.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
   return cluster;
 }
 
@@ -392,19 +490,41 @@ CommandSpec ClusterCommandSpec() {
 void RegisterClusterCommands(CommandTable& table) {
   table.Add(ClusterCommandSpec());
   table.Add(ClusterXCommandSpec());
-  auto readonly =
-      Row("readonly", 1, kFast | kLoading | kStale, ReadOnly,
-          "Enables read-only queries for a connection to a Redis Cluster replica node.", "3.0.0");
-  readonly.acl_categories = {"@fast", "@connection"};
+  CommandSpec readonly = CommandSpec{
+      .name = "readonly",
+      .arity = 1,
+      .flags = kFast | kLoading | kStale,
+      .handler = ReadOnly,
+      .summary = "Enables read-only queries for a connection to a Redis Cluster replica node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "connection"},
+  };
   table.Add(readonly);
-  auto readwrite =
-      Row("readwrite", 1, kFast | kLoading | kStale, ReadWrite,
-          "Enables read-write queries for a connection to a Redis Cluster replica node.", "3.0.0");
-  readwrite.acl_categories = {"@fast", "@connection"};
+  CommandSpec readwrite = CommandSpec{
+      .name = "readwrite",
+      .arity = 1,
+      .flags = kFast | kLoading | kStale,
+      .handler = ReadWrite,
+      .summary = "Enables read-write queries for a connection to a Redis Cluster replica node.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "connection"},
+  };
   table.Add(readwrite);
-  auto asking = Row("asking", 1, kFast, Asking,
-                    "Signals that a cluster client is following an -ASK redirect.", "3.0.0");
-  asking.acl_categories = {"@fast", "@connection"};
+  CommandSpec asking = CommandSpec{
+      .name = "asking",
+      .arity = 1,
+      .flags = kFast,
+      .handler = Asking,
+      .summary = "Signals that a cluster client is following an -ASK redirect.",
+      .since = "3.0.0",
+      .group = "cluster",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "connection"},
+  };
   table.Add(asking);
 }
 

@@ -197,58 +197,133 @@ void Help(CommandContext& ctx) {
              "    Between nodes: a raw write batch of an import."});
 }
 
-CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = "1.0.0";
-  s.group = "cluster";
-  s.complexity = "O(N) where N is the number of nodes";
-  s.args = std::move(args);
-  s.acl_categories = (flags & kAdmin) ? std::vector<std::string>{"@admin", "@slow", "@dangerous"}
-                                      : std::vector<std::string>{"@slow"};
-  return s;
-}
-
 }  // namespace
 
 CommandSpec ClusterXCommandSpec() {
-  auto x = ContainerSpec("clusterx", "Kvrocks' cluster topology commands, sent by a controller.",
-                         "1.0.0", "cluster");
-  x.flags = kLoading | kStale;  // (as CLUSTER: usable while a replica loads a full sync)
+  CommandSpec x = CommandSpec{
+      .name = "clusterx",
+      .arity = -2,
+      .flags = kLoading | kStale,
+      .handler = RunSubcommand,
+      .summary = "Kvrocks' cluster topology commands, sent by a controller.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "Depends on subcommand.",
+  };  // (as CLUSTER: usable while a replica loads a full sync)
   const uint32_t kSet = kAdmin | kNoScript | kLoading | kStale;
   auto& subs = x.subcommands;
-  subs.push_back(Sub("clusterx|setnodeid", 3, kSet, SetNodeId, "Sets this node's id.",
-                     {{"node-id", "string", "", false, false}}));
-  subs.push_back(Sub("clusterx|setnodes", -4, kSet, SetNodes, "Sets the cluster topology.",
-                     {{"topology", "string", "", false, false},
-                      {"version", "integer", "", false, false},
-                      {"force", "pure-token", "FORCE", true, false}}));
-  subs.push_back(Sub("clusterx|setslot", 6, kSet, SetSlot, "Assigns slots to a master.",
-                     {{"slot", "string", "", false, false},
-                      {"node", "pure-token", "NODE", false, false},
-                      {"node-id", "string", "", false, false},
-                      {"version", "integer", "", false, false}}));
-  subs.push_back(
-      Sub("clusterx|version", 2, kLoading | kStale, Version, "Returns the topology version."));
-  subs.push_back(Sub("clusterx|myid", 2, kLoading | kStale, MyId, "Returns this node's id."));
-  subs.push_back(
-      Sub("clusterx|migrate", -4, kSet, Migrate, "Moves slots to another master.",
-          {{"slot", "string", "", false, false}, {"node-id", "string", "", false, false}}));
-  subs.push_back(Sub("clusterx|import", -4, kSet, Import,
-                     "Between nodes: the state of a slot import.",
-                     {{"slot", "string", "", false, false},
-                      {"state", "string", "", false, false},
-                      {"version", "integer", "", true, false}}));
-  subs.push_back(Sub("clusterx|applybatch", 3, kAdmin | kNoScript | kWrite, ApplyBatch,
-                     "Between nodes: a raw write batch of a slot import.",
-                     {{"batch", "string", "", false, false}}));
-  subs.push_back(Sub("clusterx|help", 2, kLoading | kStale, Help,
-                     "Returns helpful text about the different subcommands."));
+  subs.push_back(CommandSpec{
+      .name = "clusterx|setnodeid",
+      .arity = 3,
+      .flags = kSet,
+      .handler = SetNodeId,
+      .summary = "Sets this node's id.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"node-id", "string", "", false, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|setnodes",
+      .arity = -4,
+      .flags = kSet,
+      .handler = SetNodes,
+      .summary = "Sets the cluster topology.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"topology", "string", "", false, false},
+               {"version", "integer", "", false, false},
+               {"force", "pure-token", "FORCE", true, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|setslot",
+      .arity = 6,
+      .flags = kSet,
+      .handler = SetSlot,
+      .summary = "Assigns slots to a master.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"slot", "string", "", false, false},
+               {"node", "pure-token", "NODE", false, false},
+               {"node-id", "string", "", false, false},
+               {"version", "integer", "", false, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|version",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = Version,
+      .summary = "Returns the topology version.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|myid",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = MyId,
+      .summary = "Returns this node's id.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|migrate",
+      .arity = -4,
+      .flags = kSet,
+      .handler = Migrate,
+      .summary = "Moves slots to another master.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"slot", "string", "", false, false}, {"node-id", "string", "", false, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|import",
+      .arity = -4,
+      .flags = kSet,
+      .handler = Import,
+      .summary = "Between nodes: the state of a slot import.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"slot", "string", "", false, false},
+               {"state", "string", "", false, false},
+               {"version", "integer", "", true, false}},
+      .acl_categories = {"slow"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|applybatch",
+      .arity = 3,
+      .flags = kAdmin | kNoScript | kWrite,
+      .handler = ApplyBatch,
+      .summary = "Between nodes: a raw write batch of a slot import.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .args = {{"batch", "string", "", false, false}},
+      .acl_categories = {"admin", "slow", "dangerous"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "clusterx|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = Help,
+      .summary = "Returns helpful text about the different subcommands.",
+      .since = "1.0.0",
+      .group = "cluster",
+      .complexity = "O(N) where N is the number of nodes",
+      .acl_categories = {"slow"},
+  });
   return x;
 }
 

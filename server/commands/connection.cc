@@ -252,45 +252,96 @@ void SelectCommand(CommandContext& ctx) {
 
 // ---- registration -------------------------------------------------------------------------------
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "connection";
-  s.complexity = "O(1)";
-  s.args = std::move(args);
-  return s;
-}
-
 }  // namespace
 
 void RegisterConnectionCommands(CommandTable& table) {
   const uint32_t kConn = kLoading | kStale | kFast;
-  table.Add(Row("ping", -1, kFast, PingCommand, "Ping the server", "1.0.0",
-                {{"message", "string", "", true, false}}));
-  table.Add(Row("echo", 2, kFast, EchoCommand, "Echo the given string", "1.0.0",
-                {{"message", "string", "", false, false}}));
-  table.Add(Row("quit", -1, kConn | kNoAuth | kNoMulti | kNoScript, QuitCommand,
-                "Close the connection", "1.0.0"));
-  table.Add(Row("reset", 1, kConn | kNoAuth | kNoMulti | kNoScript, ResetCommand,
-                "Reset the connection", "6.2.0"));
-  table.Add(Row("hello", -1, kConn | kNoAuth | kNoScript, HelloCommand, "Handshake with Redis",
-                "6.0.0",
-                {{"protover", "integer", "", true, false},
-                 {"username_password", "block", "AUTH", true, false},
-                 {"clientname", "string", "SETNAME", true, false}}));
-  table.Add(Row(
-      "auth", -2, kConn | kNoAuth | kNoScript, AuthCommand, "Authenticate to the server", "1.0.0",
-      {{"username", "string", "", true, false}, {"password", "string", "", false, false}}));
-  table.Add(Row("select", 2, kConn, SelectCommand,
-                "Change the selected database for the current "
-                "connection",
-                "1.0.0", {{"index", "integer", "", false, false}}));
+  table.Add(CommandSpec{
+      .name = "ping",
+      .arity = -1,
+      .flags = kFast,
+      .handler = PingCommand,
+      .summary = "Ping the server",
+      .since = "1.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"message", "string", "", true, false}},
+      .acl_categories = {"connection"},
+      .tips = {"request_policy:all_shards", "response_policy:all_succeeded"},
+  });
+  table.Add(CommandSpec{
+      .name = "echo",
+      .arity = 2,
+      .flags = kFast,
+      .handler = EchoCommand,
+      .summary = "Echo the given string",
+      .since = "1.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"message", "string", "", false, false}},
+      .acl_categories = {"connection"},
+  });
+  table.Add(CommandSpec{
+      .name = "quit",
+      .arity = -1,
+      .flags = kConn | kNoAuth | kNoMulti | kNoScript,
+      .handler = QuitCommand,
+      .summary = "Close the connection",
+      .since = "1.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+  });
+  table.Add(CommandSpec{
+      .name = "reset",
+      .arity = 1,
+      .flags = kConn | kNoAuth | kNoMulti | kNoScript,
+      .handler = ResetCommand,
+      .summary = "Reset the connection",
+      .since = "6.2.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+  });
+  table.Add(CommandSpec{
+      .name = "hello",
+      .arity = -1,
+      .flags = kConn | kNoAuth | kNoScript,
+      .handler = HelloCommand,
+      .summary = "Handshake with Redis",
+      .since = "6.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"protover", "integer", "", true, false},
+               {"username_password", "block", "AUTH", true, false},
+               {"clientname", "string", "SETNAME", true, false}},
+      .acl_categories = {"connection"},
+  });
+  table.Add(CommandSpec{
+      .name = "auth",
+      .arity = -2,
+      .flags = kConn | kNoAuth | kNoScript,
+      .handler = AuthCommand,
+      .summary = "Authenticate to the server",
+      .since = "1.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"username", "string", "", true, false}, {"password", "string", "", false, false}},
+      .acl_categories = {"connection"},
+  });
+  table.Add(CommandSpec{
+      .name = "select",
+      .arity = 2,
+      .flags = kConn,
+      .handler = SelectCommand,
+      .summary = "Change the selected database for the current "
+                 "connection",
+      .since = "1.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"index", "integer", "", false, false}},
+      .acl_categories = {"connection"},
+  });
   table.Add(ClientCommandSpec());
 }
 

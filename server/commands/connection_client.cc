@@ -421,76 +421,169 @@ void ClientHelpCommand(CommandContext& ctx) {
              "    Assign the name <name> to the current connection."});
 }
 
-CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::string complexity = "O(1)",
-                std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "connection";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  return s;
-}
-
 }  // namespace
 
 CommandSpec ClientCommandSpec() {
   const uint32_t kCs = kNoScript | kLoading | kStale;
-  auto client =
-      ContainerSpec("client", "A container for client connection commands", "2.4.0", "connection");
+  CommandSpec client = CommandSpec{
+      .name = "client",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for client connection commands",
+      .since = "2.4.0",
+      .group = "connection",
+      .complexity = "Depends on subcommand.",
+  };
   auto& subs = client.subcommands;
-  subs.push_back(Sub("client|id", 2, kCs, ClientIdCommand,
-                     "Returns the client ID for the current connection", "5.0.0"));
-  subs.push_back(Sub("client|setname", 3, kCs, ClientSetNameCommand,
-                     "Set the current connection name", "2.6.9", "O(1)",
-                     {{"connection-name", "string", "", false, false}}));
-  subs.push_back(Sub("client|getname", 2, kCs, ClientGetNameCommand,
-                     "Get the current connection name", "2.6.9"));
-  subs.push_back(Sub(
-      "client|list", -2, kAdmin | kCs, ClientListCommand, "Get the list of client connections",
-      "2.4.0", "O(N) where N is the number of client connections",
-      {{"client-type", "oneof", "TYPE", true, false}, {"client-id", "integer", "ID", true, true}}));
-  subs.push_back(Sub("client|info", 2, kCs, ClientInfoCommand,
-                     "Returns information about the current client connection.", "6.2.0"));
-  subs.push_back(Sub("client|kill", -3, kAdmin | kCs, ClientKillCommand,
-                     "Kill the connection of a client", "2.4.0",
-                     "O(N) where N is the number of client connections",
-                     {{"ip:port", "string", "", true, false},
-                      {"client-id", "integer", "ID", true, false},
-                      {"ip:port", "string", "ADDR", true, false},
-                      {"ip:port", "string", "LADDR", true, false},
-                      {"yes/no", "string", "SKIPME", true, false}}));
-  subs.push_back(Sub("client|setinfo", 4, kCs, ClientSetInfoCommand,
-                     "Set client or connection specific info", "7.2.0", "O(1)",
-                     {{"attr", "oneof", "LIB-NAME|LIB-VER", false, false},
-                      {"value", "string", "", false, false}}));
-  subs.push_back(Sub("client|no-evict", 3, kAdmin | kCs, ClientNoEvictCommand,
-                     "Set client eviction mode for the current connection", "7.0.0", "O(1)",
-                     {{"enabled", "oneof", "ON|OFF", false, false}}));
-  subs.push_back(Sub("client|no-touch", 3, kCs, ClientNoTouchCommand,
-                     "Controls whether commands sent by the client will alter the LRU/LFU of the "
-                     "keys they access.",
-                     "7.2.0", "O(1)", {{"enabled", "oneof", "ON|OFF", false, false}}));
-  subs.push_back(
-      Sub("client|pause", -3, kAdmin | kNoScript | kLoading | kStale, ClientPauseCommand,
-          "Suspend processing of clients' commands", "3.0.0", "O(1)",
-          {{"timeout", "integer", "", false, false}, {"mode", "oneof", "WRITE|ALL", true, false}}));
-  subs.push_back(Sub("client|unpause", 2, kAdmin | kNoScript | kLoading | kStale,
-                     ClientUnpauseCommand, "Resume processing of clients that were paused", "6.2.0",
-                     "O(N) Where N is the number of paused clients"));
-  subs.push_back(Sub("client|help", 2, kLoading | kStale, ClientHelpCommand,
-                     "Show helpful text about the different subcommands", "5.0.0"));
-  for (auto& s : subs) {
-    s.acl_categories = {"@slow", "@connection"};
-    if (s.flags & kAdmin) {
-      s.acl_categories = {"@admin", "@slow", "@dangerous", "@connection"};
-    }
-  }
+  subs.push_back(CommandSpec{
+      .name = "client|id",
+      .arity = 2,
+      .flags = kCs,
+      .handler = ClientIdCommand,
+      .summary = "Returns the client ID for the current connection",
+      .since = "5.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|setname",
+      .arity = 3,
+      .flags = kCs,
+      .handler = ClientSetNameCommand,
+      .summary = "Set the current connection name",
+      .since = "2.6.9",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"connection-name", "string", "", false, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|getname",
+      .arity = 2,
+      .flags = kCs,
+      .handler = ClientGetNameCommand,
+      .summary = "Get the current connection name",
+      .since = "2.6.9",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|list",
+      .arity = -2,
+      .flags = kAdmin | kCs,
+      .handler = ClientListCommand,
+      .summary = "Get the list of client connections",
+      .since = "2.4.0",
+      .group = "connection",
+      .complexity = "O(N) where N is the number of client connections",
+      .args = {{"client-type", "oneof", "TYPE", true, false},
+               {"client-id", "integer", "ID", true, true}},
+      .acl_categories = {"connection"},
+      .tips = {"nondeterministic_output"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|info",
+      .arity = 2,
+      .flags = kCs,
+      .handler = ClientInfoCommand,
+      .summary = "Returns information about the current client connection.",
+      .since = "6.2.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+      .tips = {"nondeterministic_output"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|kill",
+      .arity = -3,
+      .flags = kAdmin | kCs,
+      .handler = ClientKillCommand,
+      .summary = "Kill the connection of a client",
+      .since = "2.4.0",
+      .group = "connection",
+      .complexity = "O(N) where N is the number of client connections",
+      .args = {{"ip:port", "string", "", true, false},
+               {"client-id", "integer", "ID", true, false},
+               {"ip:port", "string", "ADDR", true, false},
+               {"ip:port", "string", "LADDR", true, false},
+               {"yes/no", "string", "SKIPME", true, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|setinfo",
+      .arity = 4,
+      .flags = kCs,
+      .handler = ClientSetInfoCommand,
+      .summary = "Set client or connection specific info",
+      .since = "7.2.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"attr", "oneof", "LIB-NAME|LIB-VER", false, false},
+               {"value", "string", "", false, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|no-evict",
+      .arity = 3,
+      .flags = kAdmin | kCs,
+      .handler = ClientNoEvictCommand,
+      .summary = "Set client eviction mode for the current connection",
+      .since = "7.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"enabled", "oneof", "ON|OFF", false, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|no-touch",
+      .arity = 3,
+      .flags = kCs,
+      .handler = ClientNoTouchCommand,
+      .summary = "Controls whether commands sent by the client will alter the LRU/LFU of the "
+                 "keys they access.",
+      .since = "7.2.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"enabled", "oneof", "ON|OFF", false, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|pause",
+      .arity = -3,
+      .flags = kAdmin | kNoScript | kLoading | kStale,
+      .handler = ClientPauseCommand,
+      .summary = "Suspend processing of clients' commands",
+      .since = "3.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .args = {{"timeout", "integer", "", false, false},
+               {"mode", "oneof", "WRITE|ALL", true, false}},
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|unpause",
+      .arity = 2,
+      .flags = kAdmin | kNoScript | kLoading | kStale,
+      .handler = ClientUnpauseCommand,
+      .summary = "Resume processing of clients that were paused",
+      .since = "6.2.0",
+      .group = "connection",
+      .complexity = "O(N) Where N is the number of paused clients",
+      .acl_categories = {"connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "client|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = ClientHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "5.0.0",
+      .group = "connection",
+      .complexity = "O(1)",
+      .acl_categories = {"connection"},
+  });
   return client;
 }
 

@@ -179,49 +179,58 @@ void SwapDbCommand(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, int first, int last, Handler handler,
-                std::string summary, std::string since, std::string group, std::string complexity,
-                std::vector<CommandArgDoc> args, std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = first;
-  s.last_key = last;
-  s.step = first > 0 ? 1 : 0;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = std::move(group);
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 }  // namespace
 
 void RegisterCopyCommands(CommandTable& table) {
   // COPY and MOVE of a filter copy its pages: off the io thread.
-  table.Add(Row("copy", -3, kWrite | kDenyOom | kOtherDbKeys | kBackground, 1, 2, CopyCommand,
-                "Copy a key", "6.2.0", "generic",
-                "O(N) worst case for collections, where N is the number of nested items. O(1) for "
-                "string values.",
-                {{"source", "key", "", false, false},
-                 {"destination", "key", "", false, false},
-                 {"destination-db", "integer", "DB", true, false},
-                 {"replace", "pure-token", "REPLACE", true, false}},
-                {"@keyspace"}));
-  table.Add(Row("move", 3, kWrite | kFast | kOtherDbKeys | kBackground, 1, 1, MoveCommand,
-                "Move a key to another database", "1.0.0", "generic", "O(1)",
-                {{"key", "key", "", false, false}, {"db", "integer", "", false, false}},
-                {"@keyspace"}));
-  table.Add(Row("swapdb", 3, kWrite | kFast | kLockAll, 0, 0, SwapDbCommand,
-                "Swaps two Redis databases", "4.0.0", "server",
-                "O(N) where N is the count of clients watching or blocking on keys from both "
-                "databases.",
-                {{"index1", "integer", "", false, false}, {"index2", "integer", "", false, false}},
-                {"@keyspace", "@dangerous"}));
+  table.Add(CommandSpec{
+      .name = "copy",
+      .arity = -3,
+      .flags = kWrite | kDenyOom | kOtherDbKeys | kBackground,
+      .first_key = 1,
+      .last_key = 2,
+      .step = 1,
+      .handler = CopyCommand,
+      .summary = "Copy a key",
+      .since = "6.2.0",
+      .group = "generic",
+      .complexity =
+          "O(N) worst case for collections, where N is the number of nested items. O(1) for "
+          "string values.",
+      .args = {{"source", "key", "", false, false},
+               {"destination", "key", "", false, false},
+               {"destination-db", "integer", "DB", true, false},
+               {"replace", "pure-token", "REPLACE", true, false}},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "move",
+      .arity = 3,
+      .flags = kWrite | kFast | kOtherDbKeys | kBackground,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = MoveCommand,
+      .summary = "Move a key to another database",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}, {"db", "integer", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "swapdb",
+      .arity = 3,
+      .flags = kWrite | kFast | kLockAll,
+      .handler = SwapDbCommand,
+      .summary = "Swaps two Redis databases",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the count of clients watching or blocking on keys from both "
+                    "databases.",
+      .args = {{"index1", "integer", "", false, false}, {"index2", "integer", "", false, false}},
+      .acl_categories = {"keyspace", "dangerous"},
+  });
 }
 
 }  // namespace cuckood::server

@@ -151,15 +151,16 @@ void DebugCommand(CommandContext& ctx) {
 }  // namespace
 
 CommandSpec DebugCommandSpec() {
-  CommandSpec s;
-  s.name = "debug";
-  s.arity = -2;
-  s.flags = kAdmin | kNoScript | kLoading | kStale;
-  s.handler = DebugCommand;
-  s.summary = "A container for debugging commands";
-  s.since = "1.0.0";
-  s.group = "server";
-  s.complexity = "Depends on subcommand.";
+  CommandSpec s = CommandSpec{
+      .name = "debug",
+      .arity = -2,
+      .flags = kAdmin | kNoScript | kLoading | kStale,
+      .handler = DebugCommand,
+      .summary = "A container for debugging commands",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
   return s;
 }
 

@@ -141,24 +141,6 @@ void Restore(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::string complexity, std::vector<CommandArgDoc> args,
-                std::vector<std::string> acl) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = s.last_key = s.step = 1;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "generic";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  s.acl_categories = std::move(acl);
-  return s;
-}
-
 std::vector<CommandArgDoc> RestoreArgs() {
   return {{"key", "key", "", false, false},
           {"ttl", "integer", "", false, false},
@@ -178,22 +160,56 @@ void RegisterDumpCommands(CommandTable& table) {
       "small string values the time complexity is thus O(1)+O(1*M) where M is small, so simply "
       "O(1). However for sorted set values the complexity is O(N*M*log(N)) because inserting "
       "values into sorted sets is O(log(N)).";
-  table.Add(
-      Row("dump", 2, kReadOnly | kBackground, Dump,
-          "Return a serialized version of the value stored at the specified key.", "2.6.0",
+  table.Add(CommandSpec{
+      .name = "dump",
+      .arity = 2,
+      .flags = kReadOnly | kBackground,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = Dump,
+      .summary = "Return a serialized version of the value stored at the specified key.",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity =
           "O(1) to access the key and additional O(N*M) to serialize it, where N is the "
           "number of Redis objects composing the value and M their average size. For small string "
           "values the time complexity is thus O(1)+O(1*M) where M is small, so simply O(1).",
-          {{"key", "key", "", false, false}}, {"keyspace"}));
-  table.Add(Row("restore", -4, kWrite | kDenyOom | kBackground, Restore,
-                "Create a key using the provided serialized value, previously obtained using DUMP.",
-                "2.6.0", std::string(kRestoreComplexity), RestoreArgs(),
-                {"keyspace", "dangerous"}));
-  CommandSpec asking =
-      Row("restore-asking", -4, kWrite | kDenyOom | kAsking | kBackground, Restore,
-          "An internal command for migrating keys in a cluster", "3.0.0",
-          std::string(kRestoreComplexity), RestoreArgs(), {"keyspace", "dangerous"});
-  asking.group = "server";
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+      .tips = {"nondeterministic_output"},
+  });
+  table.Add(CommandSpec{
+      .name = "restore",
+      .arity = -4,
+      .flags = kWrite | kDenyOom | kBackground,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = Restore,
+      .summary =
+          "Create a key using the provided serialized value, previously obtained using DUMP.",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity = std::string(kRestoreComplexity),
+      .args = RestoreArgs(),
+      .acl_categories = {"keyspace", "dangerous"},
+  });
+  CommandSpec asking = CommandSpec{
+      .name = "restore-asking",
+      .arity = -4,
+      .flags = kWrite | kDenyOom | kAsking | kBackground,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = Restore,
+      .summary = "An internal command for migrating keys in a cluster",
+      .since = "3.0.0",
+      .group = "server",
+      .complexity = std::string(kRestoreComplexity),
+      .args = RestoreArgs(),
+      .acl_categories = {"keyspace", "dangerous"},
+  };
   table.Add(std::move(asking));
   RegisterMigrateCommand(table);
 }

@@ -40,8 +40,7 @@ inline void RunSubcommand(CommandContext& ctx) {
                   ToUpper(ctx.argv[0]) + " HELP.");
     return;
   }
-  const int argc = static_cast<int>(ctx.argv.size());
-  if ((sub->arity > 0 && argc != sub->arity) || argc < -sub->arity) {
+  if (!ArityAccepts(*sub, ctx.argv.size())) {
     ctx.out.Error(ArityError(sub->name));
     return;
   }
@@ -67,20 +66,6 @@ inline void ReplyHelp(resp::Writer& out, std::string_view command,
   out.SimpleString("    Prints this help.");
 }
 
-// A row for a container command (arity -2, no keys) whose handler is RunSubcommand.
-inline CommandSpec ContainerSpec(std::string name, std::string summary, std::string since,
-                                 std::string group) {
-  CommandSpec spec;
-  spec.name = std::move(name);
-  spec.arity = -2;
-  spec.handler = RunSubcommand;
-  spec.summary = std::move(summary);
-  spec.since = std::move(since);
-  spec.group = std::move(group);
-  spec.complexity = "Depends on subcommand.";
-  return spec;
-}
-
 // MIGRATE (migrate.cc), registered by RegisterDumpCommands.
 void RegisterMigrateCommand(CommandTable& table);
 
@@ -101,9 +86,6 @@ CommandSpec ClientCommandSpec();
 
 // The CLUSTERX container row (clusterx.cc), registered by RegisterClusterCommands.
 CommandSpec ClusterXCommandSpec();
-
-// COMMAND INFO tips of a command (full name, "config|set" for a subcommand); empty when none.
-const std::vector<std::string_view>& CommandTips(std::string_view name);
 
 // INFO (info.cc).
 void InfoCommand(CommandContext& ctx);

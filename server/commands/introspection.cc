@@ -2,10 +2,9 @@
 // from the command table in Redis 7.0's shapes: cluster-aware clients route by the key
 // positions and key specs, redis-cli builds its hints from DOCS.
 //
-// ACL categories are Redis's: the row's own (with or without '@'), or ones derived from its group
-// when it names none, plus the implicit ones of its flags (write, read, admin + dangerous, fast,
-// otherwise slow), in Redis's category order, module categories last. CF.* commands are shown as
-// RedisBloom's module commands: flag "module", docs group "module" and module "bf".
+// ACL categories and tips are the rows' own (CommandTable::Add puts the categories in canonical
+// form). CF.* commands are shown as RedisBloom's module commands: flag "module", docs group
+// "module" and module "bf".
 //
 // Argument docs: a "oneof" argument whose token lists choices separated by '|' ("NX|XX|GT|LT")
 // is shown with one pure-token child argument per choice.
@@ -23,12 +22,6 @@ namespace cuckood::server {
 namespace {
 
 constexpr std::string_view kModuleName = "bf";
-
-// Redis's ACL categories in their bit order (the order COMMAND INFO lists them).
-constexpr std::string_view kCategoryOrder[] = {
-    "keyspace", "read",   "write",       "set",       "sortedset",  "list",        "hash",
-    "string",   "bitmap", "hyperloglog", "geo",       "stream",     "pubsub",      "admin",
-    "fast",     "slow",   "blocking",    "dangerous", "connection", "transaction", "scripting"};
 
 bool IsModuleCommand(const CommandSpec& spec) {
   return spec.name.rfind("cf.", 0) == 0 || spec.name.rfind("bf.", 0) == 0;
@@ -58,75 +51,6 @@ std::vector<std::string> CommandFlags(const CommandSpec& spec) {
   add(kNoAuth, "no_auth");
   add(kMovableKeys, "movablekeys");
   return flags;
-}
-
-// Category names without '@'.
-std::vector<std::string> Categories(const CommandSpec& spec) {
-  std::vector<std::string> given;
-  for (const auto& c : spec.acl_categories) {
-    given.push_back(ToLower(c.empty() || c[0] != '@' ? c : c.substr(1)));
-  }
-  if (given.empty() && spec.subcommands.empty()) {
-    if (spec.group == "generic") {
-      given.emplace_back("keyspace");
-    } else if (spec.group == "string") {
-      given.emplace_back("string");
-    } else if (spec.group == "connection") {
-      given.emplace_back("connection");
-    } else if (spec.group == "transactions") {
-      given.emplace_back("transaction");
-    }
-  }
-  if (IsModuleCommand(spec)) {
-    given.emplace_back("cuckoo");
-  }
-  auto has = [&given](std::string_view c) {
-    for (const auto& g : given) {
-      if (g == c) {
-        return true;
-      }
-    }
-    return false;
-  };
-  if (spec.flags & kWrite) {
-    given.emplace_back("write");
-  }
-  if (spec.flags & kReadOnly) {
-    given.emplace_back("read");
-  }
-  if (spec.flags & kAdmin) {
-    given.emplace_back("admin");
-    given.emplace_back("dangerous");
-  }
-  if (spec.flags & kPubSub) {
-    given.emplace_back("pubsub");
-  }
-  if (spec.flags & kFast) {
-    given.emplace_back("fast");
-  }
-  if (!has("fast")) {
-    given.emplace_back("slow");
-  }
-  std::vector<std::string> out;
-  for (auto known : kCategoryOrder) {
-    if (has(known)) {
-      out.emplace_back(known);
-    }
-  }
-  for (const auto& g : given) {
-    bool builtin = false;
-    for (auto known : kCategoryOrder) {
-      builtin = builtin || g == known;
-    }
-    bool dup = false;
-    for (const auto& o : out) {
-      dup = dup || o == g;
-    }
-    if (!builtin && !dup) {
-      out.push_back(g);
-    }
-  }
-  return out;
 }
 
 // One key spec: flags, begin_search index, find_keys range (lastkey relative to the first key).
@@ -238,14 +162,12 @@ void WriteInfo(resp::Writer& out, const CommandSpec& spec) {
   out.Integer(spec.first_key);
   out.Integer(spec.last_key);
   out.Integer(spec.step);
-  const auto cats = Categories(spec);
-  out.SetHeader(static_cast<int64_t>(cats.size()));
-  for (const auto& c : cats) {
+  out.SetHeader(static_cast<int64_t>(spec.acl_categories.size()));
+  for (const auto& c : spec.acl_categories) {
     out.SimpleString("@" + c);
   }
-  const auto& tips = CommandTips(spec.name);
-  out.SetHeader(static_cast<int64_t>(tips.size()));
-  for (auto t : tips) {
+  out.SetHeader(static_cast<int64_t>(spec.tips.size()));
+  for (const auto& t : spec.tips) {
     out.Bulk(t);
   }
   WriteKeySpecs(out, spec);
@@ -269,11 +191,7 @@ const CommandSpec* Lookup(Server& server, std::string_view name) {
   return parent == nullptr ? nullptr : FindSubcommand(*parent, name.substr(bar + 1));
 }
 
-void CommandCommand(CommandContext& ctx) {
-  if (ctx.argv.size() >= 2) {
-    RunSubcommand(ctx);
-    return;
-  }
+void WriteAllInfo(CommandContext& ctx) {
   const auto& all = ctx.server.commands().all();
   ctx.out.ArrayHeader(static_cast<int64_t>(all.size()));
   for (const auto* spec : all) {
@@ -281,13 +199,21 @@ void CommandCommand(CommandContext& ctx) {
   }
 }
 
+void CommandCommand(CommandContext& ctx) {
+  if (ctx.argv.size() >= 2) {
+    RunSubcommand(ctx);
+    return;
+  }
+  WriteAllInfo(ctx);
+}
+
 void CountCommand(CommandContext& ctx) {
   ctx.out.Integer(static_cast<int64_t>(ctx.server.commands().all().size()));
 }
 
 void InfoSubcommand(CommandContext& ctx) {
-  if (ctx.argv.size() == 2) {
-    CommandCommand(ctx);
+  if (ctx.argv.size() == 2) {  // COMMAND INFO alone: every command, as COMMAND
+    WriteAllInfo(ctx);
     return;
   }
   ctx.out.ArrayHeader(static_cast<int64_t>(ctx.argv.size() - 2));
@@ -458,7 +384,7 @@ void ListCommand(CommandContext& ctx) {
         return IsModuleCommand(spec) && EqualsIgnoreCase(value, kModuleName);
       case Filter::kAclCat: {
         const std::string wanted = ToLower(value);
-        for (const auto& c : Categories(spec)) {
+        for (const auto& c : spec.acl_categories) {
           if (c == wanted) {
             return true;
           }
@@ -503,8 +429,7 @@ void GetKeysGeneric(CommandContext& ctx, bool with_flags) {
     ctx.out.Error("ERR The command has no key arguments");
     return;
   }
-  const int argc = static_cast<int>(sub_argv.size());
-  if ((spec->arity > 0 && spec->arity != argc) || argc < -spec->arity) {
+  if (!ArityAccepts(*spec, sub_argv.size())) {
     ctx.out.Error("ERR Invalid number of arguments specified for command");
     return;
   }
@@ -559,57 +484,107 @@ void HelpCommand(CommandContext& ctx) {
              "    Return the keys and the access flags from a full command."});
 }
 
-CommandSpec Sub(std::string name, int arity, Handler handler, std::string summary,
-                std::string since, std::string complexity, std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = kLoading | kStale;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "server";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  s.acl_categories = {"@slow", "@connection"};
-  return s;
-}
-
 }  // namespace
 
 void RegisterIntrospectionCommands(CommandTable& table) {
-  CommandSpec command;
-  command.name = "command";
-  command.arity = -1;
-  command.flags = kLoading | kStale;
-  command.handler = CommandCommand;
-  command.summary = "Get array of Redis command details";
-  command.since = "2.8.13";
-  command.group = "server";
-  command.complexity = "O(N) where N is the total number of Redis commands";
-  command.acl_categories = {"@slow", "@connection"};
+  CommandSpec command = CommandSpec{
+      .name = "command",
+      .arity = -1,
+      .flags = kLoading | kStale,
+      .handler = CommandCommand,
+      .summary = "Get array of Redis command details",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(N) where N is the total number of Redis commands",
+      .acl_categories = {"slow", "connection"},
+      .tips = {"nondeterministic_output_order"},
+  };
   auto& subs = command.subcommands;
   const CommandArgDoc names{"command-name", "string", "", true, true};
-  subs.push_back(Sub("command|count", 2, CountCommand, "Get total number of Redis commands",
-                     "2.8.13", "O(1)"));
-  subs.push_back(Sub("command|info", -2, InfoSubcommand,
-                     "Get array of specific Redis command details, or all when no argument is "
-                     "given.",
-                     "2.8.13", "O(N) where N is the number of commands to look up", {names}));
-  subs.push_back(Sub("command|docs", -2, DocsCommand,
-                     "Get array of specific Redis command documentation", "7.0.0",
-                     "O(N) where N is the number of commands to look up", {names}));
-  subs.push_back(Sub("command|list", -2, ListCommand, "Get an array of Redis command names",
-                     "7.0.0", "O(N) where N is the total number of Redis commands",
-                     {{"filterby", "oneof", "FILTERBY", true, false}}));
-  subs.push_back(Sub("command|getkeys", -4, GetKeysCommand,
-                     "Extract keys given a full Redis command", "2.8.13",
-                     "O(N) where N is the number of arguments to the command"));
-  subs.push_back(Sub("command|getkeysandflags", -4, GetKeysAndFlagsCommand,
-                     "Extract keys and access flags given a full Redis command", "7.0.0",
-                     "O(N) where N is the number of arguments to the command"));
-  subs.push_back(Sub("command|help", 2, HelpCommand,
-                     "Show helpful text about the different subcommands", "5.0.0", "O(1)"));
+  subs.push_back(CommandSpec{
+      .name = "command|count",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = CountCommand,
+      .summary = "Get total number of Redis commands",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"slow", "connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|info",
+      .arity = -2,
+      .flags = kLoading | kStale,
+      .handler = InfoSubcommand,
+      .summary = "Get array of specific Redis command details, or all when no argument is "
+                 "given.",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(N) where N is the number of commands to look up",
+      .args = {names},
+      .acl_categories = {"slow", "connection"},
+      .tips = {"nondeterministic_output_order"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|docs",
+      .arity = -2,
+      .flags = kLoading | kStale,
+      .handler = DocsCommand,
+      .summary = "Get array of specific Redis command documentation",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the number of commands to look up",
+      .args = {names},
+      .acl_categories = {"slow", "connection"},
+      .tips = {"nondeterministic_output_order"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|list",
+      .arity = -2,
+      .flags = kLoading | kStale,
+      .handler = ListCommand,
+      .summary = "Get an array of Redis command names",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the total number of Redis commands",
+      .args = {{"filterby", "oneof", "FILTERBY", true, false}},
+      .acl_categories = {"slow", "connection"},
+      .tips = {"nondeterministic_output_order"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|getkeys",
+      .arity = -4,
+      .flags = kLoading | kStale,
+      .handler = GetKeysCommand,
+      .summary = "Extract keys given a full Redis command",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(N) where N is the number of arguments to the command",
+      .acl_categories = {"slow", "connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|getkeysandflags",
+      .arity = -4,
+      .flags = kLoading | kStale,
+      .handler = GetKeysAndFlagsCommand,
+      .summary = "Extract keys and access flags given a full Redis command",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the number of arguments to the command",
+      .acl_categories = {"slow", "connection"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "command|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = HelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "5.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"slow", "connection"},
+  });
   table.Add(std::move(command));
 }
 

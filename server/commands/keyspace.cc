@@ -439,25 +439,6 @@ void FlushAllCommand(CommandContext& ctx) {
 
 // ---- registration -------------------------------------------------------------------------------
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, int first, int last, int step,
-                Handler handler, std::string summary, std::string since, std::string complexity,
-                std::vector<CommandArgDoc> args) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = first;
-  s.last_key = last;
-  s.step = step;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "generic";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  return s;
-}
-
 const CommandArgDoc kKeyArg{"key", "key", "", false, false};
 const CommandArgDoc kKeysArg{"key", "key", "", false, true};
 // "oneof" whose token lists the choices: introspection.cc turns it into pure-token children.
@@ -469,79 +450,324 @@ const CommandArgDoc kFlushArg{"flush-type", "oneof", "ASYNC|SYNC", true, false};
 void RegisterKeyspaceCommands(CommandTable& table) {
   const uint32_t kW = kWrite;
   const uint32_t kR = kReadOnly;
-  table.Add(Row("del", -2, kW, 1, -1, 1, DelCommand, "Delete a key", "1.0.0",
-                "O(N) where N is the number of keys that will be removed.", {kKeysArg}));
-  table.Add(Row("unlink", -2, kW | kFast, 1, -1, 1, DelCommand,
-                "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but "
-                "non blocking.",
-                "4.0.0", "O(1) for each key removed regardless of its size.", {kKeysArg}));
-  table.Add(Row("exists", -2, kR | kFast, 1, -1, 1, ExistsCommand, "Determine if a key exists",
-                "1.0.0", "O(N) where N is the number of keys to check.", {kKeysArg}));
-  table.Add(Row("type", 2, kR | kFast, 1, 1, 1, TypeCommand, "Determine the type stored at key",
-                "1.0.0", "O(1)", {kKeyArg}));
-  table.Add(Row("rename", 3, kW, 1, 2, 1, RenameCommand, "Rename a key", "1.0.0", "O(1)",
-                {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}}));
-  table.Add(Row("renamenx", 3, kW | kFast, 1, 2, 1, RenameNxCommand,
-                "Rename a key, only if the new key does not exist", "1.0.0", "O(1)",
-                {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}}));
-  table.Add(Row("expire", -3, kW | kFast, 1, 1, 1, ExpireCommand,
-                "Set a key's time to live in seconds", "1.0.0", "O(1)",
-                {kKeyArg, {"seconds", "integer", "", false, false}, kConditionArg}));
-  table.Add(Row("pexpire", -3, kW | kFast, 1, 1, 1, PExpireCommand,
-                "Set a key's time to live in milliseconds", "2.6.0", "O(1)",
-                {kKeyArg, {"milliseconds", "integer", "", false, false}, kConditionArg}));
-  table.Add(Row("expireat", -3, kW | kFast, 1, 1, 1, ExpireAtCommand,
-                "Set the expiration for a key as a UNIX timestamp", "1.2.0", "O(1)",
-                {kKeyArg, {"unix-time-seconds", "unix-time", "", false, false}, kConditionArg}));
-  table.Add(Row(
-      "pexpireat", -3, kW | kFast, 1, 1, 1, PExpireAtCommand,
-      "Set the expiration for a key as a UNIX timestamp specified in milliseconds", "2.6.0", "O(1)",
-      {kKeyArg, {"unix-time-milliseconds", "unix-time", "", false, false}, kConditionArg}));
-  table.Add(Row("ttl", 2, kR | kFast, 1, 1, 1, TtlCommand, "Get the time to live for a key",
-                "1.0.0", "O(1)", {kKeyArg}));
-  table.Add(Row("pttl", 2, kR | kFast, 1, 1, 1, PTtlCommand,
-                "Get the time to live for a key in milliseconds", "2.6.0", "O(1)", {kKeyArg}));
-  table.Add(Row("expiretime", 2, kR | kFast, 1, 1, 1, ExpireTimeCommand,
-                "Get the expiration Unix timestamp for a key", "7.0.0", "O(1)", {kKeyArg}));
-  table.Add(Row("pexpiretime", 2, kR | kFast, 1, 1, 1, PExpireTimeCommand,
-                "Get the expiration Unix timestamp for a key in milliseconds", "7.0.0", "O(1)",
-                {kKeyArg}));
-  table.Add(Row("persist", 2, kW | kFast, 1, 1, 1, PersistCommand,
-                "Remove the expiration from a key", "2.2.0", "O(1)", {kKeyArg}));
-  table.Add(Row("scan", -2, kR, 0, 0, 0, ScanCommand, "Incrementally iterate the keys space",
-                "2.8.0",
-                "O(1) for every call. O(N) for a complete iteration, including enough command "
-                "calls for the cursor to return back to 0. N is the number of elements inside the "
-                "collection.",
-                {{"cursor", "integer", "", false, false},
-                 {"pattern", "pattern", "MATCH", true, false},
-                 {"count", "integer", "COUNT", true, false},
-                 {"type", "string", "TYPE", true, false}}));
-  auto keys =
-      Row("keys", 2, kR, 0, 0, 0, KeysCommand, "Find all keys matching the given pattern", "1.0.0",
+  table.Add(CommandSpec{
+      .name = "del",
+      .arity = -2,
+      .flags = kW,
+      .first_key = 1,
+      .last_key = -1,
+      .step = 1,
+      .handler = DelCommand,
+      .summary = "Delete a key",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(N) where N is the number of keys that will be removed.",
+      .args = {kKeysArg},
+      .acl_categories = {"keyspace"},
+      .tips = {"request_policy:multi_shard", "response_policy:agg_sum"},
+  });
+  table.Add(CommandSpec{
+      .name = "unlink",
+      .arity = -2,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = -1,
+      .step = 1,
+      .handler = DelCommand,
+      .summary = "Delete a key asynchronously in another thread. Otherwise it is just as DEL, but "
+                 "non blocking.",
+      .since = "4.0.0",
+      .group = "generic",
+      .complexity = "O(1) for each key removed regardless of its size.",
+      .args = {kKeysArg},
+      .acl_categories = {"keyspace"},
+      .tips = {"request_policy:multi_shard", "response_policy:agg_sum"},
+  });
+  table.Add(CommandSpec{
+      .name = "exists",
+      .arity = -2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = -1,
+      .step = 1,
+      .handler = ExistsCommand,
+      .summary = "Determine if a key exists",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(N) where N is the number of keys to check.",
+      .args = {kKeysArg},
+      .acl_categories = {"keyspace"},
+      .tips = {"request_policy:multi_shard", "response_policy:agg_sum"},
+  });
+  table.Add(CommandSpec{
+      .name = "type",
+      .arity = 2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = TypeCommand,
+      .summary = "Determine the type stored at key",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "rename",
+      .arity = 3,
+      .flags = kW,
+      .first_key = 1,
+      .last_key = 2,
+      .step = 1,
+      .handler = RenameCommand,
+      .summary = "Rename a key",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "renamenx",
+      .arity = 3,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 2,
+      .step = 1,
+      .handler = RenameNxCommand,
+      .summary = "Rename a key, only if the new key does not exist",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}, {"newkey", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "expire",
+      .arity = -3,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = ExpireCommand,
+      .summary = "Set a key's time to live in seconds",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg, {"seconds", "integer", "", false, false}, kConditionArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "pexpire",
+      .arity = -3,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = PExpireCommand,
+      .summary = "Set a key's time to live in milliseconds",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg, {"milliseconds", "integer", "", false, false}, kConditionArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "expireat",
+      .arity = -3,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = ExpireAtCommand,
+      .summary = "Set the expiration for a key as a UNIX timestamp",
+      .since = "1.2.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg, {"unix-time-seconds", "unix-time", "", false, false}, kConditionArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "pexpireat",
+      .arity = -3,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = PExpireAtCommand,
+      .summary = "Set the expiration for a key as a UNIX timestamp specified in milliseconds",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg, {"unix-time-milliseconds", "unix-time", "", false, false}, kConditionArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "ttl",
+      .arity = 2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = TtlCommand,
+      .summary = "Get the time to live for a key",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+      .tips = {"nondeterministic_output"},
+  });
+  table.Add(CommandSpec{
+      .name = "pttl",
+      .arity = 2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = PTtlCommand,
+      .summary = "Get the time to live for a key in milliseconds",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+      .tips = {"nondeterministic_output"},
+  });
+  table.Add(CommandSpec{
+      .name = "expiretime",
+      .arity = 2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = ExpireTimeCommand,
+      .summary = "Get the expiration Unix timestamp for a key",
+      .since = "7.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "pexpiretime",
+      .arity = 2,
+      .flags = kR | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = PExpireTimeCommand,
+      .summary = "Get the expiration Unix timestamp for a key in milliseconds",
+      .since = "7.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "persist",
+      .arity = 2,
+      .flags = kW | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = PersistCommand,
+      .summary = "Remove the expiration from a key",
+      .since = "2.2.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {kKeyArg},
+      .acl_categories = {"keyspace"},
+  });
+  table.Add(CommandSpec{
+      .name = "scan",
+      .arity = -2,
+      .flags = kR,
+      .handler = ScanCommand,
+      .summary = "Incrementally iterate the keys space",
+      .since = "2.8.0",
+      .group = "generic",
+      .complexity =
+          "O(1) for every call. O(N) for a complete iteration, including enough command "
+          "calls for the cursor to return back to 0. N is the number of elements inside the "
+          "collection.",
+      .args = {{"cursor", "integer", "", false, false},
+               {"pattern", "pattern", "MATCH", true, false},
+               {"count", "integer", "COUNT", true, false},
+               {"type", "string", "TYPE", true, false}},
+      .acl_categories = {"keyspace"},
+      .tips = {"nondeterministic_output", "request_policy:special"},
+  });
+  CommandSpec keys = CommandSpec{
+      .name = "keys",
+      .arity = 2,
+      .flags = kR,
+      .handler = KeysCommand,
+      .summary = "Find all keys matching the given pattern",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity =
           "O(N) with N being the number of keys in the database, under the assumption "
           "that the key names in the database and the given pattern have limited length.",
-          {{"pattern", "pattern", "", false, false}});
-  keys.acl_categories = {"@keyspace", "@read", "@slow", "@dangerous"};
+      .args = {{"pattern", "pattern", "", false, false}},
+      .acl_categories = {"keyspace", "read", "slow", "dangerous"},
+      .tips = {"request_policy:all_shards", "nondeterministic_output_order"},
+  };
   table.Add(std::move(keys));
-  table.Add(Row("randomkey", 1, kR, 0, 0, 0, RandomKeyCommand,
-                "Return a random key from the keyspace", "1.0.0", "O(1)", {}));
-  auto dbsize = Row("dbsize", 1, kR | kFast, 0, 0, 0, DbSizeCommand,
-                    "Return the number of keys in the selected database", "1.0.0", "O(1)", {});
-  dbsize.group = "server";
-  dbsize.acl_categories = {"@keyspace", "@read", "@fast"};
+  table.Add(CommandSpec{
+      .name = "randomkey",
+      .arity = 1,
+      .flags = kR,
+      .handler = RandomKeyCommand,
+      .summary = "Return a random key from the keyspace",
+      .since = "1.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .acl_categories = {"keyspace"},
+      .tips = {"request_policy:all_shards", "nondeterministic_output"},
+  });
+  CommandSpec dbsize = CommandSpec{
+      .name = "dbsize",
+      .arity = 1,
+      .flags = kR | kFast,
+      .handler = DbSizeCommand,
+      .summary = "Return the number of keys in the selected database",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"keyspace", "read", "fast"},
+      .tips = {"request_policy:all_shards", "response_policy:agg_sum"},
+  };
   table.Add(std::move(dbsize));
-  auto flushdb = Row("flushdb", -1, kW | kLockAll, 0, 0, 0, FlushDbCommand,
-                     "Remove all keys from the current database", "1.0.0",
-                     "O(N) where N is the number of keys in the selected database", {kFlushArg});
-  flushdb.group = "server";
-  flushdb.acl_categories = {"@keyspace", "@write", "@slow", "@dangerous"};
+  CommandSpec flushdb = CommandSpec{
+      .name = "flushdb",
+      .arity = -1,
+      .flags = kW | kLockAll,
+      .handler = FlushDbCommand,
+      .summary = "Remove all keys from the current database",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the number of keys in the selected database",
+      .args = {kFlushArg},
+      .acl_categories = {"keyspace", "write", "slow", "dangerous"},
+      .tips = {"request_policy:all_shards", "response_policy:all_succeeded"},
+  };
   table.Add(std::move(flushdb));
-  auto flushall = Row("flushall", -1, kW | kLockAll, 0, 0, 0, FlushAllCommand,
-                      "Remove all keys from all databases", "1.0.0",
-                      "O(N) where N is the total number of keys in all databases", {kFlushArg});
-  flushall.group = "server";
-  flushall.acl_categories = {"@keyspace", "@write", "@slow", "@dangerous"};
+  CommandSpec flushall = CommandSpec{
+      .name = "flushall",
+      .arity = -1,
+      .flags = kW | kLockAll,
+      .handler = FlushAllCommand,
+      .summary = "Remove all keys from all databases",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the total number of keys in all databases",
+      .args = {kFlushArg},
+      .acl_categories = {"keyspace", "write", "slow", "dangerous"},
+      .tips = {"request_policy:all_shards", "response_policy:all_succeeded"},
+  };
   table.Add(std::move(flushall));
   RegisterMemoryCommands(table);
   RegisterObjectCommands(table);

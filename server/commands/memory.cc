@@ -185,63 +185,121 @@ void DiskHelpCommand(CommandContext& ctx) {
              "    Return the approximate bytes <key> takes on disk (metadata and pages)."});
 }
 
-CommandSpec Sub(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::string complexity, std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "server";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  return s;
-}
-
 }  // namespace
 
 void RegisterMemoryCommands(CommandTable& table) {
-  auto memory =
-      ContainerSpec("memory", "A container for memory diagnostics commands", "4.0.0", "server");
-  auto usage =
-      Sub("memory|usage", -3, kReadOnly, MemoryUsageCommand, "Estimate the memory usage of a key",
-          "4.0.0", "O(N) where N is the number of samples.",
-          {{"key", "key", "", false, false}, {"count", "integer", "SAMPLES", true, false}});
-  usage.first_key = 2;
-  usage.last_key = 2;
-  usage.step = 1;
-  usage.acl_categories = {"@read", "@slow"};
+  CommandSpec memory = CommandSpec{
+      .name = "memory",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for memory diagnostics commands",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
+  CommandSpec usage = CommandSpec{
+      .name = "memory|usage",
+      .arity = -3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = MemoryUsageCommand,
+      .summary = "Estimate the memory usage of a key",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the number of samples.",
+      .args = {{"key", "key", "", false, false}, {"count", "integer", "SAMPLES", true, false}},
+      .acl_categories = {"read", "slow"},
+  };
   memory.subcommands.push_back(std::move(usage));
-  memory.subcommands.push_back(
-      Sub("memory|stats", 2, 0, MemoryStatsCommand, "Show memory usage details", "4.0.0", "O(1)"));
-  memory.subcommands.push_back(Sub("memory|doctor", 2, 0, MemoryDoctorCommand,
-                                   "Outputs memory problems report", "4.0.0", "O(1)"));
-  memory.subcommands.push_back(Sub("memory|malloc-stats", 2, 0, MemoryMallocStatsCommand,
-                                   "Show allocator internal stats", "4.0.0",
-                                   "Depends on how much memory is allocated, could be slow"));
-  memory.subcommands.push_back(Sub("memory|purge", 2, 0, MemoryPurgeCommand,
-                                   "Ask the allocator to release memory", "4.0.0",
-                                   "Depends on how much memory is allocated, could be slow"));
-  memory.subcommands.push_back(Sub("memory|help", 2, kLoading | kStale, MemoryHelpCommand,
-                                   "Show helpful text about the different subcommands", "4.0.0",
-                                   "O(1)"));
+  memory.subcommands.push_back(CommandSpec{
+      .name = "memory|stats",
+      .arity = 2,
+      .handler = MemoryStatsCommand,
+      .summary = "Show memory usage details",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .tips = {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+  });
+  memory.subcommands.push_back(CommandSpec{
+      .name = "memory|doctor",
+      .arity = 2,
+      .handler = MemoryDoctorCommand,
+      .summary = "Outputs memory problems report",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .tips = {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+  });
+  memory.subcommands.push_back(CommandSpec{
+      .name = "memory|malloc-stats",
+      .arity = 2,
+      .handler = MemoryMallocStatsCommand,
+      .summary = "Show allocator internal stats",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "Depends on how much memory is allocated, could be slow",
+      .tips = {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+  });
+  memory.subcommands.push_back(CommandSpec{
+      .name = "memory|purge",
+      .arity = 2,
+      .handler = MemoryPurgeCommand,
+      .summary = "Ask the allocator to release memory",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "Depends on how much memory is allocated, could be slow",
+      .tips = {"request_policy:all_shards", "response_policy:all_succeeded"},
+  });
+  memory.subcommands.push_back(CommandSpec{
+      .name = "memory|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = MemoryHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "4.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
   table.Add(std::move(memory));
 
-  auto disk =
-      ContainerSpec("disk", "A container for disk usage commands (cuckood)", "7.0.0", "server");
-  auto disk_usage =
-      Sub("disk|usage", 3, kReadOnly, DiskUsageCommand, "Estimate the bytes a key takes on disk",
-          "7.0.0", "O(1)", {{"key", "key", "", false, false}});
-  disk_usage.first_key = 2;
-  disk_usage.last_key = 2;
-  disk_usage.step = 1;
-  disk_usage.acl_categories = {"@read", "@slow"};
+  CommandSpec disk = CommandSpec{
+      .name = "disk",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for disk usage commands (cuckood)",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
+  CommandSpec disk_usage = CommandSpec{
+      .name = "disk|usage",
+      .arity = 3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = DiskUsageCommand,
+      .summary = "Estimate the bytes a key takes on disk",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"read", "slow"},
+  };
   disk.subcommands.push_back(std::move(disk_usage));
-  disk.subcommands.push_back(Sub("disk|help", 2, kLoading | kStale, DiskHelpCommand,
-                                 "Show helpful text about the different subcommands", "7.0.0",
-                                 "O(1)"));
+  disk.subcommands.push_back(CommandSpec{
+      .name = "disk|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = DiskHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "7.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
   table.Add(std::move(disk));
 }
 

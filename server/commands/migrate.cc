@@ -331,31 +331,33 @@ void Migrate(CommandContext& ctx) {
 }  // namespace
 
 void RegisterMigrateCommand(CommandTable& table) {
-  CommandSpec s;
-  s.name = "migrate";
-  s.arity = -6;
-  s.flags = kWrite | kMovableKeys | kBackground;
-  s.first_key = s.last_key = 3;  // the KEYS form: see CommandKeys
-  s.step = 1;
-  s.handler = Migrate;
-  s.summary = "Atomically transfer a key from a Redis instance to another one.";
-  s.since = "2.6.0";
-  s.group = "generic";
-  s.complexity =
-      "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the "
-      "target instance. See the pages of these commands for time complexity. Also an O(N) data "
-      "transfer between the two instances is performed.";
-  s.args = {{"host", "string", "", false, false},
-            {"port", "integer", "", false, false},
-            {"key-selector", "oneof", "", false, false},
-            {"destination-db", "integer", "", false, false},
-            {"timeout", "integer", "", false, false},
-            {"copy", "pure-token", "COPY", true, false},
-            {"replace", "pure-token", "REPLACE", true, false},
-            {"authentication", "oneof", "", true, false},
-            {"keys", "key", "KEYS", true, true}};
-  s.acl_categories = {"keyspace", "dangerous"};
-  table.Add(std::move(s));
+  table.Add(CommandSpec{
+      .name = "migrate",
+      .arity = -6,
+      .flags = kWrite | kMovableKeys | kBackground,
+      .first_key = 3,  // the KEYS form: see CommandKeys
+      .last_key = 3,
+      .step = 1,
+      .handler = Migrate,
+      .summary = "Atomically transfer a key from a Redis instance to another one.",
+      .since = "2.6.0",
+      .group = "generic",
+      .complexity =
+          "This command actually executes a DUMP+DEL in the source instance, and a RESTORE in the "
+          "target instance. See the pages of these commands for time complexity. Also an O(N) data "
+          "transfer between the two instances is performed.",
+      .args = {{"host", "string", "", false, false},
+               {"port", "integer", "", false, false},
+               {"key-selector", "oneof", "", false, false},
+               {"destination-db", "integer", "", false, false},
+               {"timeout", "integer", "", false, false},
+               {"copy", "pure-token", "COPY", true, false},
+               {"replace", "pure-token", "REPLACE", true, false},
+               {"authentication", "oneof", "", true, false},
+               {"keys", "key", "KEYS", true, true}},
+      .acl_categories = {"keyspace", "dangerous"},
+      .tips = {"nondeterministic_output"},
+  });
 }
 
 }  // namespace cuckood::server

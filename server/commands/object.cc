@@ -129,62 +129,107 @@ void TouchCommand(CommandContext& ctx) {
   ctx.out.Integer(found);
 }
 
-CommandSpec Sub(std::string name, int arity, Handler handler, std::string summary,
-                std::string since, bool has_key) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = kReadOnly | (has_key ? 0u : (kLoading | kStale));
-  s.first_key = has_key ? 2 : 0;
-  s.last_key = has_key ? 2 : 0;
-  s.step = has_key ? 1 : 0;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "generic";
-  s.complexity = "O(1)";
-  if (has_key) {
-    s.args = {{"key", "key", "", false, false}};
-  }
-  return s;
-}
-
 }  // namespace
 
 void RegisterObjectCommands(CommandTable& table) {
-  auto object =
-      ContainerSpec("object", "A container for object introspection commands", "2.2.3", "generic");
-  object.subcommands.push_back(Sub("object|encoding", 3, ObjectEncodingCommand,
-                                   "Inspect the internal encoding of a Redis object", "2.2.3",
-                                   true));
-  object.subcommands.push_back(Sub("object|freq", 3, ObjectFreqCommand,
-                                   "Get the logarithmic access frequency counter of a Redis object",
-                                   "4.0.0", true));
-  object.subcommands.push_back(Sub("object|idletime", 3, ObjectIdleTimeCommand,
-                                   "Get the time since a Redis object was last accessed", "2.2.3",
-                                   true));
-  object.subcommands.push_back(Sub("object|refcount", 3, ObjectRefcountCommand,
-                                   "Get the number of references to the value of the key", "2.2.3",
-                                   true));
-  object.subcommands.push_back(Sub("object|help", 2, ObjectHelpCommand,
-                                   "Show helpful text about the different subcommands", "6.2.0",
-                                   false));
+  CommandSpec object = CommandSpec{
+      .name = "object",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for object introspection commands",
+      .since = "2.2.3",
+      .group = "generic",
+      .complexity = "Depends on subcommand.",
+  };
+  object.subcommands.push_back(CommandSpec{
+      .name = "object|encoding",
+      .arity = 3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = ObjectEncodingCommand,
+      .summary = "Inspect the internal encoding of a Redis object",
+      .since = "2.2.3",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  object.subcommands.push_back(CommandSpec{
+      .name = "object|freq",
+      .arity = 3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = ObjectFreqCommand,
+      .summary = "Get the logarithmic access frequency counter of a Redis object",
+      .since = "4.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  object.subcommands.push_back(CommandSpec{
+      .name = "object|idletime",
+      .arity = 3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = ObjectIdleTimeCommand,
+      .summary = "Get the time since a Redis object was last accessed",
+      .since = "2.2.3",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  object.subcommands.push_back(CommandSpec{
+      .name = "object|refcount",
+      .arity = 3,
+      .flags = kReadOnly,
+      .first_key = 2,
+      .last_key = 2,
+      .step = 1,
+      .handler = ObjectRefcountCommand,
+      .summary = "Get the number of references to the value of the key",
+      .since = "2.2.3",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"keyspace"},
+  });
+  object.subcommands.push_back(CommandSpec{
+      .name = "object|help",
+      .arity = 2,
+      .flags = kReadOnly | kLoading | kStale,
+      .handler = ObjectHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "6.2.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .acl_categories = {"keyspace"},
+  });
   table.Add(std::move(object));
 
-  CommandSpec touch;
-  touch.name = "touch";
-  touch.arity = -2;
-  touch.flags = kReadOnly | kFast;
-  touch.first_key = 1;
-  touch.last_key = -1;
-  touch.step = 1;
-  touch.handler = TouchCommand;
-  touch.summary =
-      "Alters the last access time of a key(s). Returns the number of existing keys specified.";
-  touch.since = "3.2.1";
-  touch.group = "generic";
-  touch.complexity = "O(N) where N is the number of keys that will be touched.";
-  touch.args = {{"key", "key", "", false, true}};
+  CommandSpec touch = CommandSpec{
+      .name = "touch",
+      .arity = -2,
+      .flags = kReadOnly | kFast,
+      .first_key = 1,
+      .last_key = -1,
+      .step = 1,
+      .handler = TouchCommand,
+      .summary =
+          "Alters the last access time of a key(s). Returns the number of existing keys specified.",
+      .since = "3.2.1",
+      .group = "generic",
+      .complexity = "O(N) where N is the number of keys that will be touched.",
+      .args = {{"key", "key", "", false, true}},
+      .acl_categories = {"keyspace"},
+  };
   table.Add(std::move(touch));
 }
 

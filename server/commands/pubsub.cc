@@ -157,50 +157,87 @@ void PubSubHelpCommand(CommandContext& ctx) {
              "    Return the number of subscribers for the specified shard level channel(s)"});
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::string complexity, std::vector<CommandArgDoc> args = {}) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "pubsub";
-  s.complexity = std::move(complexity);
-  s.args = std::move(args);
-  return s;
-}
-
 CommandSpec PubSubSpec() {
   constexpr uint32_t kIntro = kPubSub | kLoading | kStale;
-  auto spec = ContainerSpec("pubsub", "A container for Pub/Sub commands", "2.8.0", "pubsub");
+  CommandSpec spec = CommandSpec{
+      .name = "pubsub",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for Pub/Sub commands",
+      .since = "2.8.0",
+      .group = "pubsub",
+      .complexity = "Depends on subcommand.",
+  };
   auto& subs = spec.subcommands;
   const std::vector<CommandArgDoc> pattern = {{"pattern", "pattern", "", true, false}};
-  subs.push_back(Row("pubsub|channels", -2, kIntro, PubSubChannelsCommand, "List active channels",
-                     "2.8.0",
-                     "O(N) where N is the number of active channels, and assuming constant time "
-                     "pattern matching (relatively short channels and patterns)",
-                     pattern));
-  subs.push_back(Row("pubsub|numpat", 2, kIntro, PubSubNumPatCommand,
-                     "Get the count of unique patterns pattern subscriptions", "2.8.0", "O(1)"));
-  subs.push_back(Row("pubsub|numsub", -2, kIntro, PubSubNumSubCommand,
-                     "Get the count of subscribers for channels", "2.8.0",
-                     "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
-                     {{"channel", "string", "", true, true}}));
-  subs.push_back(Row("pubsub|shardchannels", -2, kIntro, PubSubShardChannelsCommand,
-                     "List active shard channels", "7.0.0",
-                     "O(N) where N is the number of active shard channels, and assuming constant "
-                     "time pattern matching (relatively short shard channels).",
-                     pattern));
-  subs.push_back(Row("pubsub|shardnumsub", -2, kIntro, PubSubShardNumSubCommand,
-                     "Get the count of subscribers for shard channels", "7.0.0",
-                     "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
-                     "shard channels",
-                     {{"shardchannel", "string", "", true, true}}));
-  subs.push_back(Row("pubsub|help", 2, kLoading | kStale, PubSubHelpCommand,
-                     "Show helpful text about the different subcommands", "6.2.0", "O(1)"));
-  subs.back().acl_categories = {"@slow"};
+  subs.push_back(CommandSpec{
+      .name = "pubsub|channels",
+      .arity = -2,
+      .flags = kIntro,
+      .handler = PubSubChannelsCommand,
+      .summary = "List active channels",
+      .since = "2.8.0",
+      .group = "pubsub",
+      .complexity = "O(N) where N is the number of active channels, and assuming constant time "
+                    "pattern matching (relatively short channels and patterns)",
+      .args = pattern,
+  });
+  subs.push_back(CommandSpec{
+      .name = "pubsub|numpat",
+      .arity = 2,
+      .flags = kIntro,
+      .handler = PubSubNumPatCommand,
+      .summary = "Get the count of unique patterns pattern subscriptions",
+      .since = "2.8.0",
+      .group = "pubsub",
+      .complexity = "O(1)",
+  });
+  subs.push_back(CommandSpec{
+      .name = "pubsub|numsub",
+      .arity = -2,
+      .flags = kIntro,
+      .handler = PubSubNumSubCommand,
+      .summary = "Get the count of subscribers for channels",
+      .since = "2.8.0",
+      .group = "pubsub",
+      .complexity = "O(N) for the NUMSUB subcommand, where N is the number of requested channels",
+      .args = {{"channel", "string", "", true, true}},
+  });
+  subs.push_back(CommandSpec{
+      .name = "pubsub|shardchannels",
+      .arity = -2,
+      .flags = kIntro,
+      .handler = PubSubShardChannelsCommand,
+      .summary = "List active shard channels",
+      .since = "7.0.0",
+      .group = "pubsub",
+      .complexity = "O(N) where N is the number of active shard channels, and assuming constant "
+                    "time pattern matching (relatively short shard channels).",
+      .args = pattern,
+  });
+  subs.push_back(CommandSpec{
+      .name = "pubsub|shardnumsub",
+      .arity = -2,
+      .flags = kIntro,
+      .handler = PubSubShardNumSubCommand,
+      .summary = "Get the count of subscribers for shard channels",
+      .since = "7.0.0",
+      .group = "pubsub",
+      .complexity = "O(N) for the SHARDNUMSUB subcommand, where N is the number of requested "
+                    "shard channels",
+      .args = {{"shardchannel", "string", "", true, true}},
+  });
+  subs.push_back(CommandSpec{
+      .name = "pubsub|help",
+      .arity = 2,
+      .flags = kLoading | kStale,
+      .handler = PubSubHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "6.2.0",
+      .group = "pubsub",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
   return spec;
 }
 
@@ -209,29 +246,65 @@ CommandSpec PubSubSpec() {
 void RegisterPubSubCommands(CommandTable& table) {
   constexpr uint32_t kSub = kPubSub | kNoScript | kLoading | kStale;
   const char* kPerName = "O(N) where N is the number of channels to subscribe to.";
-  table.Add(Row("subscribe", -2, kSub, SubscribeCommand,
-                "Listen for messages published to the given channels", "2.0.0", kPerName,
-                {{"channel", "string", "", false, true}}));
-  table.Add(Row("unsubscribe", -1, kSub, UnsubscribeCommand,
-                "Stop listening for messages posted to the given channels", "2.0.0",
-                "O(N) where N is the number of clients already subscribed to a channel.",
-                {{"channel", "string", "", true, true}}));
-  table.Add(Row("psubscribe", -2, kSub, PSubscribeCommand,
-                "Listen for messages published to channels matching the given patterns", "2.0.0",
-                "O(N) where N is the number of patterns the client is already subscribed to.",
-                {{"pattern", "pattern", "", false, true}}));
-  table.Add(Row("punsubscribe", -1, kSub, PUnsubscribeCommand,
-                "Stop listening for messages posted to channels matching the given patterns",
-                "2.0.0",
-                "O(N+M) where N is the number of patterns the client is already subscribed and M "
-                "is the number of total patterns subscribed in the system (by any client).",
-                {{"pattern", "pattern", "", true, true}}));
-  table.Add(
-      Row("publish", 3, kPubSub | kLoading | kStale | kFast, PublishCommand,
-          "Post a message to a channel", "2.0.0",
+  table.Add(CommandSpec{
+      .name = "subscribe",
+      .arity = -2,
+      .flags = kSub,
+      .handler = SubscribeCommand,
+      .summary = "Listen for messages published to the given channels",
+      .since = "2.0.0",
+      .group = "pubsub",
+      .complexity = kPerName,
+      .args = {{"channel", "string", "", false, true}},
+  });
+  table.Add(CommandSpec{
+      .name = "unsubscribe",
+      .arity = -1,
+      .flags = kSub,
+      .handler = UnsubscribeCommand,
+      .summary = "Stop listening for messages posted to the given channels",
+      .since = "2.0.0",
+      .group = "pubsub",
+      .complexity = "O(N) where N is the number of clients already subscribed to a channel.",
+      .args = {{"channel", "string", "", true, true}},
+  });
+  table.Add(CommandSpec{
+      .name = "psubscribe",
+      .arity = -2,
+      .flags = kSub,
+      .handler = PSubscribeCommand,
+      .summary = "Listen for messages published to channels matching the given patterns",
+      .since = "2.0.0",
+      .group = "pubsub",
+      .complexity = "O(N) where N is the number of patterns the client is already subscribed to.",
+      .args = {{"pattern", "pattern", "", false, true}},
+  });
+  table.Add(CommandSpec{
+      .name = "punsubscribe",
+      .arity = -1,
+      .flags = kSub,
+      .handler = PUnsubscribeCommand,
+      .summary = "Stop listening for messages posted to channels matching the given patterns",
+      .since = "2.0.0",
+      .group = "pubsub",
+      .complexity =
+          "O(N+M) where N is the number of patterns the client is already subscribed and M "
+          "is the number of total patterns subscribed in the system (by any client).",
+      .args = {{"pattern", "pattern", "", true, true}},
+  });
+  table.Add(CommandSpec{
+      .name = "publish",
+      .arity = 3,
+      .flags = kPubSub | kLoading | kStale | kFast,
+      .handler = PublishCommand,
+      .summary = "Post a message to a channel",
+      .since = "2.0.0",
+      .group = "pubsub",
+      .complexity =
           "O(N+M) where N is the number of clients subscribed to the receiving channel and "
           "M is the total number of subscribed patterns (by any client).",
-          {{"channel", "string", "", false, false}, {"message", "string", "", false, false}}));
+      .args = {{"channel", "string", "", false, false}, {"message", "string", "", false, false}},
+  });
   table.Add(PubSubSpec());
 }
 

@@ -148,51 +148,84 @@ void ReplSyncCommand(CommandContext& ctx) {
   ctx.NothingModified();
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::vector<std::string> acl, std::vector<CommandArgDoc> args,
-                std::string group = "server") {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = std::move(group);
-  s.complexity = "O(1)";
-  s.acl_categories = std::move(acl);
-  s.args = std::move(args);
-  return s;
-}
-
 }  // namespace
 
 void RegisterReplicationCommands(CommandTable& table) {
   const uint32_t kRepl = kAdmin | kNoScript | kStale | kLoading;  // (a sync may be abandoned)
   const std::vector<CommandArgDoc> of = {{"host", "string", "", false, false},
                                          {"port", "integer", "", false, false}};
-  table.Add(Row("replicaof", 3, kRepl, ReplicaOfCommand,
-                "Configure a server as replica of another, or promote it to a master.", "5.0.0",
-                {"admin", "slow", "dangerous"}, of));
-  table.Add(Row("slaveof", 3, kRepl, ReplicaOfCommand,
-                "Sets a Redis server as a replica of another, or promotes it to being a master.",
-                "1.0.0", {"admin", "slow", "dangerous"}, of));
-  table.Add(Row("role", 1, kNoScript | kLoading | kStale | kFast, RoleCommand,
-                "Return the role of the instance in the context of replication", "2.8.12",
-                {"@admin", "@fast", "@dangerous"}, {}));
-  table.Add(
-      Row("wait", 3, kNoScript | kBackground, WaitCommand,
-          "Wait for the synchronous replication of all the write commands sent in the "
-          "context of the current connection",
-          "3.0.0", {"@slow", "@connection"},
-          {{"numreplicas", "integer", "", false, false}, {"timeout", "integer", "", false, false}},
-          "generic"));
-  table.Add(Row("replconf", -1, kAdmin | kNoScript | kLoading | kStale, ReplConfCommand,
-                "An internal command for configuring the replication stream.", "3.0.0",
-                {"admin", "slow", "dangerous"}, {}));
-  table.Add(Row("replsync", 4, kAdmin | kNoScript | kStale, ReplSyncCommand,
-                "An internal command: a replica asks for the write batches after a sequence.",
-                "1.0.0", {"admin", "slow", "dangerous"}, {}));
+  table.Add(CommandSpec{
+      .name = "replicaof",
+      .arity = 3,
+      .flags = kRepl,
+      .handler = ReplicaOfCommand,
+      .summary = "Configure a server as replica of another, or promote it to a master.",
+      .since = "5.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = of,
+      .acl_categories = {"admin", "slow", "dangerous"},
+  });
+  table.Add(CommandSpec{
+      .name = "slaveof",
+      .arity = 3,
+      .flags = kRepl,
+      .handler = ReplicaOfCommand,
+      .summary = "Sets a Redis server as a replica of another, or promotes it to being a master.",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = of,
+      .acl_categories = {"admin", "slow", "dangerous"},
+  });
+  table.Add(CommandSpec{
+      .name = "role",
+      .arity = 1,
+      .flags = kNoScript | kLoading | kStale | kFast,
+      .handler = RoleCommand,
+      .summary = "Return the role of the instance in the context of replication",
+      .since = "2.8.12",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"admin", "fast", "dangerous"},
+  });
+  table.Add(CommandSpec{
+      .name = "wait",
+      .arity = 3,
+      .flags = kNoScript | kBackground,
+      .handler = WaitCommand,
+      .summary = "Wait for the synchronous replication of all the write commands sent in the "
+                 "context of the current connection",
+      .since = "3.0.0",
+      .group = "generic",
+      .complexity = "O(1)",
+      .args = {{"numreplicas", "integer", "", false, false},
+               {"timeout", "integer", "", false, false}},
+      .acl_categories = {"slow", "connection"},
+      .tips = {"request_policy:all_shards", "response_policy:agg_min"},
+  });
+  table.Add(CommandSpec{
+      .name = "replconf",
+      .arity = -1,
+      .flags = kAdmin | kNoScript | kLoading | kStale,
+      .handler = ReplConfCommand,
+      .summary = "An internal command for configuring the replication stream.",
+      .since = "3.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"admin", "slow", "dangerous"},
+  });
+  table.Add(CommandSpec{
+      .name = "replsync",
+      .arity = 4,
+      .flags = kAdmin | kNoScript | kStale,
+      .handler = ReplSyncCommand,
+      .summary = "An internal command: a replica asks for the write batches after a sequence.",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"admin", "slow", "dangerous"},
+  });
 }
 
 }  // namespace cuckood::server

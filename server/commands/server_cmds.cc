@@ -366,135 +366,348 @@ void ClusterDisabledCommand(CommandContext& ctx) {
 
 // ---- registration -------------------------------------------------------------------------------
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler handler, std::string summary,
-                std::string since, std::vector<std::string> acl = {},
-                std::vector<CommandArgDoc> args = {}, std::string complexity = "O(1)") {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.handler = handler;
-  s.summary = std::move(summary);
-  s.since = std::move(since);
-  s.group = "server";
-  s.complexity = std::move(complexity);
-  s.acl_categories = std::move(acl);
-  s.args = std::move(args);
-  return s;
-}
-
 constexpr uint32_t kAdm = kAdmin | kNoScript | kLoading | kStale;
 constexpr uint32_t kHelp = kLoading | kStale;
 
 CommandSpec ConfigSpec() {
-  auto config =
-      ContainerSpec("config", "A container for server configuration commands", "2.0.0", "server");
-  config.subcommands.push_back(
-      Row("config|get", -3, kAdm, ConfigGetCommand, "Get the values of configuration parameters",
-          "2.0.0", {}, {{"parameter", "string", "", false, true}},
-          "O(N) when N is the number of configuration parameters provided"));
-  config.subcommands.push_back(Row(
-      "config|set", -4, kAdm, ConfigSetCommand, "Set configuration parameters to the given values",
-      "2.0.0", {}, {{"parameter", "string", "", false, true}, {"value", "string", "", false, true}},
-      "O(N) when N is the number of configuration parameters provided"));
-  config.subcommands.push_back(Row("config|resetstat", 2, kAdm, ConfigResetStatCommand,
-                                   "Reset the stats returned by INFO", "2.0.0"));
-  config.subcommands.push_back(
-      Row("config|rewrite", 2, kAdm, ConfigRewriteCommand,
-          "Rewrite the configuration file with the in memory configuration", "2.8.0"));
-  config.subcommands.push_back(Row("config|help", 2, kHelp, ConfigHelpCommand,
-                                   "Show helpful text about the different subcommands", "5.0.0",
-                                   {"@slow"}));
+  CommandSpec config = CommandSpec{
+      .name = "config",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for server configuration commands",
+      .since = "2.0.0",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
+  config.subcommands.push_back(CommandSpec{
+      .name = "config|get",
+      .arity = -3,
+      .flags = kAdm,
+      .handler = ConfigGetCommand,
+      .summary = "Get the values of configuration parameters",
+      .since = "2.0.0",
+      .group = "server",
+      .complexity = "O(N) when N is the number of configuration parameters provided",
+      .args = {{"parameter", "string", "", false, true}},
+  });
+  config.subcommands.push_back(CommandSpec{
+      .name = "config|set",
+      .arity = -4,
+      .flags = kAdm,
+      .handler = ConfigSetCommand,
+      .summary = "Set configuration parameters to the given values",
+      .since = "2.0.0",
+      .group = "server",
+      .complexity = "O(N) when N is the number of configuration parameters provided",
+      .args = {{"parameter", "string", "", false, true}, {"value", "string", "", false, true}},
+      .tips = {"request_policy:all_nodes", "response_policy:all_succeeded"},
+  });
+  config.subcommands.push_back(CommandSpec{
+      .name = "config|resetstat",
+      .arity = 2,
+      .flags = kAdm,
+      .handler = ConfigResetStatCommand,
+      .summary = "Reset the stats returned by INFO",
+      .since = "2.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
+  config.subcommands.push_back(CommandSpec{
+      .name = "config|rewrite",
+      .arity = 2,
+      .flags = kAdm,
+      .handler = ConfigRewriteCommand,
+      .summary = "Rewrite the configuration file with the in memory configuration",
+      .since = "2.8.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
+  config.subcommands.push_back(CommandSpec{
+      .name = "config|help",
+      .arity = 2,
+      .flags = kHelp,
+      .handler = ConfigHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "5.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
   return config;
 }
 
 CommandSpec SlowlogSpec() {
-  const std::vector<std::string> acl = {"@admin", "@slow", "@dangerous"};
-  auto slowlog = ContainerSpec("slowlog", "A container for slow log commands", "2.2.12", "server");
-  slowlog.subcommands.push_back(Row("slowlog|get", -2, kAdmin | kLoading | kStale,
-                                    SlowlogGetCommand, "Get the slow log's entries", "2.2.12", acl,
-                                    {{"count", "integer", "", true, false}},
-                                    "O(N) where N is the number of entries returned"));
-  slowlog.subcommands.push_back(Row("slowlog|len", 2, kAdmin | kLoading | kStale, SlowlogLenCommand,
-                                    "Get the slow log's length", "2.2.12", acl));
-  slowlog.subcommands.push_back(Row("slowlog|reset", 2, kAdmin | kLoading | kStale,
-                                    SlowlogResetCommand, "Clear all entries from the slow log",
-                                    "2.2.12", acl, {},
-                                    "O(N) where N is the number of entries "
-                                    "in the slowlog"));
-  slowlog.subcommands.push_back(Row("slowlog|help", 2, kHelp, SlowlogHelpCommand,
-                                    "Show helpful text about the different subcommands", "6.2.0",
-                                    {"@slow"}));
+  const std::vector<std::string> acl = {"admin", "slow", "dangerous"};
+  CommandSpec slowlog = CommandSpec{
+      .name = "slowlog",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for slow log commands",
+      .since = "2.2.12",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
+  slowlog.subcommands.push_back(CommandSpec{
+      .name = "slowlog|get",
+      .arity = -2,
+      .flags = kAdmin | kLoading | kStale,
+      .handler = SlowlogGetCommand,
+      .summary = "Get the slow log's entries",
+      .since = "2.2.12",
+      .group = "server",
+      .complexity = "O(N) where N is the number of entries returned",
+      .args = {{"count", "integer", "", true, false}},
+      .acl_categories = acl,
+      .tips = {"request_policy:all_nodes", "nondeterministic_output"},
+  });
+  slowlog.subcommands.push_back(CommandSpec{
+      .name = "slowlog|len",
+      .arity = 2,
+      .flags = kAdmin | kLoading | kStale,
+      .handler = SlowlogLenCommand,
+      .summary = "Get the slow log's length",
+      .since = "2.2.12",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = acl,
+      .tips = {"request_policy:all_nodes", "response_policy:agg_sum", "nondeterministic_output"},
+  });
+  slowlog.subcommands.push_back(CommandSpec{
+      .name = "slowlog|reset",
+      .arity = 2,
+      .flags = kAdmin | kLoading | kStale,
+      .handler = SlowlogResetCommand,
+      .summary = "Clear all entries from the slow log",
+      .since = "2.2.12",
+      .group = "server",
+      .complexity = "O(N) where N is the number of entries "
+                    "in the slowlog",
+      .acl_categories = acl,
+      .tips = {"request_policy:all_nodes", "response_policy:all_succeeded"},
+  });
+  slowlog.subcommands.push_back(CommandSpec{
+      .name = "slowlog|help",
+      .arity = 2,
+      .flags = kHelp,
+      .handler = SlowlogHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "6.2.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
   return slowlog;
 }
 
 CommandSpec LatencySpec() {
-  auto latency =
-      ContainerSpec("latency", "A container for latency diagnostics commands", "2.8.13", "server");
+  CommandSpec latency = CommandSpec{
+      .name = "latency",
+      .arity = -2,
+      .handler = RunSubcommand,
+      .summary = "A container for latency diagnostics commands",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "Depends on subcommand.",
+  };
   auto& subs = latency.subcommands;
-  subs.push_back(Row("latency|latest", 2, kAdm, EmptyArrayCommand,
-                     "Return the latest latency samples for all events", "2.8.13"));
-  subs.push_back(Row("latency|history", 3, kAdm, EmptyArrayCommand,
-                     "Return timestamp-latency samples for the event", "2.8.13", {},
-                     {{"event", "string", "", false, false}}));
-  subs.push_back(Row("latency|reset", -2, kAdm, LatencyResetCommand,
-                     "Reset latency data for one or more events", "2.8.13", {},
-                     {{"event", "string", "", true, true}}));
-  subs.push_back(Row("latency|graph", 3, kAdm, LatencyGraphCommand,
-                     "Return a latency graph for the event", "2.8.13", {},
-                     {{"event", "string", "", false, false}}));
-  subs.push_back(Row("latency|doctor", 2, kAdm, LatencyDoctorCommand,
-                     "Return a human readable latency analysis report", "2.8.13"));
-  subs.push_back(Row("latency|help", 2, kHelp, LatencyHelpCommand,
-                     "Show helpful text about the different subcommands", "2.8.13", {"@slow"}));
+  subs.push_back(CommandSpec{
+      .name = "latency|latest",
+      .arity = 2,
+      .flags = kAdm,
+      .handler = EmptyArrayCommand,
+      .summary = "Return the latest latency samples for all events",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .tips = {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "latency|history",
+      .arity = 3,
+      .flags = kAdm,
+      .handler = EmptyArrayCommand,
+      .summary = "Return timestamp-latency samples for the event",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"event", "string", "", false, false}},
+      .tips = {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "latency|reset",
+      .arity = -2,
+      .flags = kAdm,
+      .handler = LatencyResetCommand,
+      .summary = "Reset latency data for one or more events",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"event", "string", "", true, true}},
+      .tips = {"request_policy:all_nodes", "response_policy:all_succeeded"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "latency|graph",
+      .arity = 3,
+      .flags = kAdm,
+      .handler = LatencyGraphCommand,
+      .summary = "Return a latency graph for the event",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"event", "string", "", false, false}},
+      .tips = {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "latency|doctor",
+      .arity = 2,
+      .flags = kAdm,
+      .handler = LatencyDoctorCommand,
+      .summary = "Return a human readable latency analysis report",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .tips = {"nondeterministic_output", "request_policy:all_nodes", "response_policy:special"},
+  });
+  subs.push_back(CommandSpec{
+      .name = "latency|help",
+      .arity = 2,
+      .flags = kHelp,
+      .handler = LatencyHelpCommand,
+      .summary = "Show helpful text about the different subcommands",
+      .since = "2.8.13",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"slow"},
+  });
   return latency;
 }
 
 }  // namespace
 
 void RegisterServerCommands(CommandTable& table) {
-  table.Add(Row("info", -1, kLoading | kStale, InfoCommand,
-                "Get information and statistics about the server", "1.0.0", {"@slow", "@dangerous"},
-                {{"section", "string", "", true, true}}));
+  table.Add(CommandSpec{
+      .name = "info",
+      .arity = -1,
+      .flags = kLoading | kStale,
+      .handler = InfoCommand,
+      .summary = "Get information and statistics about the server",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"section", "string", "", true, true}},
+      .acl_categories = {"slow", "dangerous"},
+      .tips = {"nondeterministic_output", "request_policy:all_shards", "response_policy:special"},
+  });
   table.Add(ConfigSpec());
-  table.Add(Row("time", 1, kLoading | kStale | kFast, TimeCommand, "Return the current server time",
-                "2.6.0", {"@fast"}));
-  table.Add(Row("lastsave", 1, kLoading | kStale | kFast, LastSaveCommand,
-                "Get the UNIX time stamp of the last successful save to disk", "1.0.0",
-                {"@admin", "@fast", "@dangerous"}));
-  table.Add(Row("save", 1, kAdmin | kNoScript, SaveCommand,
-                "Synchronously save the dataset to disk", "1.0.0", {}, {},
-                "O(N) where N is the total number of keys in all databases"));
-  table.Add(Row("bgsave", -1, kAdmin | kNoScript, BgSaveCommand,
-                "Asynchronously save the dataset to disk", "1.0.0", {},
-                {{"schedule", "pure-token", "SCHEDULE", true, false}},
-                "O(N) where N is the total number of keys in all databases"));
-  table.Add(Row("bgrewriteaof", 1, kAdmin | kNoScript, BgRewriteAofCommand,
-                "Asynchronously rewrite the append-only file", "1.0.0"));
-  table.Add(Row("shutdown", -1, kAdm, ShutdownCommand,
-                "Synchronously save the dataset to disk and then shut down the server", "1.0.0", {},
-                {{"nosave_save", "oneof", "NOSAVE|SAVE", true, false},
-                 {"now", "pure-token", "NOW", true, false},
-                 {"force", "pure-token", "FORCE", true, false},
-                 {"abort", "pure-token", "ABORT", true, false}},
-                "O(N) when saving, where N is the total number of keys in all databases when "
-                "saving data, otherwise O(1)"));
+  table.Add(CommandSpec{
+      .name = "time",
+      .arity = 1,
+      .flags = kLoading | kStale | kFast,
+      .handler = TimeCommand,
+      .summary = "Return the current server time",
+      .since = "2.6.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"fast"},
+      .tips = {"nondeterministic_output"},
+  });
+  table.Add(CommandSpec{
+      .name = "lastsave",
+      .arity = 1,
+      .flags = kLoading | kStale | kFast,
+      .handler = LastSaveCommand,
+      .summary = "Get the UNIX time stamp of the last successful save to disk",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .acl_categories = {"admin", "fast", "dangerous"},
+      .tips = {"nondeterministic_output"},
+  });
+  table.Add(CommandSpec{
+      .name = "save",
+      .arity = 1,
+      .flags = kAdmin | kNoScript,
+      .handler = SaveCommand,
+      .summary = "Synchronously save the dataset to disk",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the total number of keys in all databases",
+  });
+  table.Add(CommandSpec{
+      .name = "bgsave",
+      .arity = -1,
+      .flags = kAdmin | kNoScript,
+      .handler = BgSaveCommand,
+      .summary = "Asynchronously save the dataset to disk",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(N) where N is the total number of keys in all databases",
+      .args = {{"schedule", "pure-token", "SCHEDULE", true, false}},
+  });
+  table.Add(CommandSpec{
+      .name = "bgrewriteaof",
+      .arity = 1,
+      .flags = kAdmin | kNoScript,
+      .handler = BgRewriteAofCommand,
+      .summary = "Asynchronously rewrite the append-only file",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
+  table.Add(CommandSpec{
+      .name = "shutdown",
+      .arity = -1,
+      .flags = kAdm,
+      .handler = ShutdownCommand,
+      .summary = "Synchronously save the dataset to disk and then shut down the server",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(N) when saving, where N is the total number of keys in all databases when "
+                    "saving data, otherwise O(1)",
+      .args = {{"nosave_save", "oneof", "NOSAVE|SAVE", true, false},
+               {"now", "pure-token", "NOW", true, false},
+               {"force", "pure-token", "FORCE", true, false},
+               {"abort", "pure-token", "ABORT", true, false}},
+  });
   table.Add(SlowlogSpec());
   table.Add(LatencySpec());
-  table.Add(Row("lolwut", -1, kReadOnly | kFast, LolwutCommand,
-                "Display some computer art and "
-                "the Redis version",
-                "5.0.0", {}, {{"version", "integer", "VERSION", true, false}}));
+  table.Add(CommandSpec{
+      .name = "lolwut",
+      .arity = -1,
+      .flags = kReadOnly | kFast,
+      .handler = LolwutCommand,
+      .summary = "Display some computer art and "
+                 "the Redis version",
+      .since = "5.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+      .args = {{"version", "integer", "VERSION", true, false}},
+  });
   table.Add(DebugCommandSpec());
-  table.Add(Row("monitor", 1, kAdm, MonitorCommand,
-                "Listen for all requests received by the server in real time", "1.0.0"));
+  table.Add(CommandSpec{
+      .name = "monitor",
+      .arity = 1,
+      .flags = kAdm,
+      .handler = MonitorCommand,
+      .summary = "Listen for all requests received by the server in real time",
+      .since = "1.0.0",
+      .group = "server",
+      .complexity = "O(1)",
+  });
   for (const char* name : {"readonly", "readwrite"}) {
-    auto row = Row(name, 1, kLoading | kStale | kFast, ClusterDisabledCommand,
-                   std::string(name) == "readonly"
+    CommandSpec row = CommandSpec{
+        .name = name,
+        .arity = 1,
+        .flags = kLoading | kStale | kFast,
+        .handler = ClusterDisabledCommand,
+        .summary = std::string(name) == "readonly"
                        ? "Enables read queries for a connection to a cluster replica node"
                        : "Disables read queries for a connection to a cluster replica node",
-                   "3.0.0", {"@fast", "@connection"});
-    row.group = "cluster";
+        .since = "3.0.0",
+        .group = "cluster",
+        .complexity = "O(1)",
+        .acl_categories = {"fast", "connection"},
+    };
     table.Add(std::move(row));
   }
 }

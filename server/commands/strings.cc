@@ -126,51 +126,56 @@ void StrLen(CommandContext& ctx) {
 }  // namespace
 
 void RegisterStringCommands(CommandTable& table) {
-  CommandSpec set;
-  set.name = "set";
-  set.arity = -3;
-  set.flags = kWrite | kDenyOom;
-  set.first_key = set.last_key = set.step = 1;
-  set.handler = Set;
-  set.summary =
-      "Sets the string value of a key, ignoring its type. The key is created if it "
-      "doesn't exist.";
-  set.group = "string";
-  set.complexity = "O(1)";
-  set.args = {{"key", "key", "", false, false},
-              {"value", "string", "", false, false},
-              {"condition", "oneof", "", true, false},
-              {"get", "pure-token", "GET", true, false},
-              {"expiration", "oneof", "", true, false}};
-  set.acl_categories = {"write", "string", "slow"};
-  table.Add(set);
+  table.Add(CommandSpec{
+      .name = "set",
+      .arity = -3,
+      .flags = kWrite | kDenyOom,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = Set,
+      .summary = "Sets the string value of a key, ignoring its type. The key is created if it "
+                 "doesn't exist.",
+      .group = "string",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false},
+               {"value", "string", "", false, false},
+               {"condition", "oneof", "", true, false},
+               {"get", "pure-token", "GET", true, false},
+               {"expiration", "oneof", "", true, false}},
+      .acl_categories = {"write", "string", "slow"},
+  });
 
-  CommandSpec get;
-  get.name = "get";
-  get.arity = 2;
-  get.flags = kReadOnly | kFast;
-  get.first_key = get.last_key = get.step = 1;
-  get.handler = Get;
-  get.summary = "Returns the string value of a key.";
-  get.group = "string";
-  get.complexity = "O(1)";
-  get.args = {{"key", "key", "", false, false}};
-  get.acl_categories = {"read", "string", "fast"};
-  table.Add(get);
+  table.Add(CommandSpec{
+      .name = "get",
+      .arity = 2,
+      .flags = kReadOnly | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = Get,
+      .summary = "Returns the string value of a key.",
+      .group = "string",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"read", "string", "fast"},
+  });
 
-  CommandSpec strlen;
-  strlen.name = "strlen";
-  strlen.arity = 2;
-  strlen.flags = kReadOnly | kFast;
-  strlen.first_key = strlen.last_key = strlen.step = 1;
-  strlen.handler = StrLen;
-  strlen.summary = "Returns the length of a string value.";
-  strlen.since = "2.2.0";
-  strlen.group = "string";
-  strlen.complexity = "O(1)";
-  strlen.args = {{"key", "key", "", false, false}};
-  strlen.acl_categories = {"read", "string", "fast"};
-  table.Add(strlen);
+  table.Add(CommandSpec{
+      .name = "strlen",
+      .arity = 2,
+      .flags = kReadOnly | kFast,
+      .first_key = 1,
+      .last_key = 1,
+      .step = 1,
+      .handler = StrLen,
+      .summary = "Returns the length of a string value.",
+      .since = "2.2.0",
+      .group = "string",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, false}},
+      .acl_categories = {"read", "string", "fast"},
+  });
 }
 
 }  // namespace cuckood::server

@@ -124,42 +124,71 @@ void Unwatch(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
-CommandSpec Row(std::string name, int arity, uint32_t flags, Handler h, std::string summary,
-                int first_key = 0, int last_key = 0) {
-  CommandSpec s;
-  s.name = std::move(name);
-  s.arity = arity;
-  s.flags = flags;
-  s.first_key = first_key;
-  s.last_key = last_key;
-  s.step = first_key > 0 ? 1 : 0;
-  s.handler = h;
-  s.summary = std::move(summary);
-  s.since = "1.2.0";
-  s.group = "transactions";
-  s.complexity = "O(1)";
-  s.acl_categories = {"fast", "transaction"};
-  return s;
-}
-
 }  // namespace
 
 void RegisterTransactionCommands(CommandTable& table) {
   const uint32_t kTx = kNoMulti | kNoScript | kLoading | kStale | kFast;
-  table.Add(Row("multi", 1, kTx, Multi, "Starts a transaction."));
-  auto exec = Row("exec", 1, kNoMulti | kNoScript | kLoading | kStale | kSkipSlowlog, Exec,
-                  "Executes all commands in a transaction.");
-  exec.complexity = "Depends on commands in the transaction";
-  exec.acl_categories = {"slow", "transaction"};
+  table.Add(CommandSpec{
+      .name = "multi",
+      .arity = 1,
+      .flags = kTx,
+      .handler = Multi,
+      .summary = "Starts a transaction.",
+      .since = "1.2.0",
+      .group = "transactions",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "transaction"},
+  });
+  CommandSpec exec = CommandSpec{
+      .name = "exec",
+      .arity = 1,
+      .flags = kNoMulti | kNoScript | kLoading | kStale | kSkipSlowlog,
+      .handler = Exec,
+      .summary = "Executes all commands in a transaction.",
+      .since = "1.2.0",
+      .group = "transactions",
+      .complexity = "Depends on commands in the transaction",
+      .acl_categories = {"slow", "transaction"},
+  };
   table.Add(exec);
-  table.Add(Row("discard", 1, kTx, Discard, "Discards a transaction."));
-  auto watch = Row("watch", -2, kTx, Watch,
-                   "Monitors changes to keys to determine the execution of a transaction.", 1, -1);
-  watch.since = "2.2.0";
-  watch.args = {{"key", "key", "", false, true}};
+  table.Add(CommandSpec{
+      .name = "discard",
+      .arity = 1,
+      .flags = kTx,
+      .handler = Discard,
+      .summary = "Discards a transaction.",
+      .since = "1.2.0",
+      .group = "transactions",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "transaction"},
+  });
+  CommandSpec watch = CommandSpec{
+      .name = "watch",
+      .arity = -2,
+      .flags = kTx,
+      .first_key = 1,
+      .last_key = -1,
+      .step = 1,
+      .handler = Watch,
+      .summary = "Monitors changes to keys to determine the execution of a transaction.",
+      .since = "2.2.0",
+      .group = "transactions",
+      .complexity = "O(1)",
+      .args = {{"key", "key", "", false, true}},
+      .acl_categories = {"fast", "transaction"},
+  };
   table.Add(watch);
-  auto unwatch = Row("unwatch", 1, kTx, Unwatch, "Forgets about watched keys of a transaction.");
-  unwatch.since = "2.2.0";
+  CommandSpec unwatch = CommandSpec{
+      .name = "unwatch",
+      .arity = 1,
+      .flags = kTx,
+      .handler = Unwatch,
+      .summary = "Forgets about watched keys of a transaction.",
+      .since = "2.2.0",
+      .group = "transactions",
+      .complexity = "O(1)",
+      .acl_categories = {"fast", "transaction"},
+  };
   table.Add(unwatch);
 }
 

@@ -444,3 +444,10 @@ def test_command_resp3_sets(raw):
     assert reply == (b"*1\r\n*10\r\n$4\r\nping\r\n:-1\r\n~1\r\n+fast\r\n:0\r\n:0\r\n:0\r\n"
                      b"~2\r\n+@fast\r\n+@connection\r\n~2\r\n$25\r\nrequest_policy:all_shards\r\n"
                      b"$29\r\nresponse_policy:all_succeeded\r\n~0\r\n~0\r\n")
+
+
+def test_command_info_without_names_lists_every_command(raw):
+    # COMMAND INFO alone answers as COMMAND does (it once recursed until the stack ran out).
+    every = raw.call("COMMAND")
+    assert raw.call("COMMAND", "INFO") == every
+    assert raw.call("PING") == b"+PONG\r\n"
