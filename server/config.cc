@@ -441,6 +441,12 @@ OptionRow CfInitialSizeRow() {
       }};
 }
 
+// A row with what the running server does when the option changes (see OptionEffect).
+OptionRow WithEffect(OptionRow row, OptionEffect effect) {
+  row.effect = effect;
+  return row;
+}
+
 std::vector<OptionRow> BuildTable() {
   using C = Config;
   std::vector<OptionRow> t;
@@ -471,17 +477,20 @@ std::vector<OptionRow> BuildTable() {
   t.push_back(EnumRow("enable-debug-command",
                       "Who may run DEBUG: yes, no, local (loopback clients only)", false,
                       &C::enable_debug_command, {"yes", "no", "local"}));
-  t.push_back(EnumRow("appendfsync",
-                      "WAL sync policy: always (every write), everysec (once a second), no (OS)",
-                      true, &C::appendfsync, {"always", "everysec", "no"}));
+  t.push_back(
+      WithEffect(EnumRow("appendfsync",
+                         "WAL sync policy: always (every write), everysec (once a second), no (OS)",
+                         true, &C::appendfsync, {"always", "everysec", "no"}),
+                 OptionEffect::kFsync));
   t.push_back(IntRow("maxclients", "Maximum number of connected clients", true, &C::maxclients, 1,
                      INT_MAX));
   t.push_back(IntRow("timeout", "Close a client after this many idle seconds; 0 = never", true,
                      &C::timeout, 0, INT_MAX));
   t.push_back(IntRow("tcp-keepalive", "TCP keepalive interval in seconds; 0 = off", true,
                      &C::tcp_keepalive, 0, INT_MAX));
-  t.push_back(EnumRow("loglevel", "Log verbosity", true, &C::loglevel,
-                      {"debug", "verbose", "notice", "warning"}));
+  t.push_back(WithEffect(EnumRow("loglevel", "Log verbosity", true, &C::loglevel,
+                                 {"debug", "verbose", "notice", "warning"}),
+                         OptionEffect::kLogLevel));
   t.push_back(StringRow("logfile", "Log file; empty = standard output", false, &C::logfile));
   t.push_back(IntRow("databases", "Number of databases (SELECT 0..databases-1)", false,
                      &C::databases, 1, 65535));
@@ -489,14 +498,18 @@ std::vector<OptionRow> BuildTable() {
                         &C::proto_max_bulk_len, kMiB, kInt64Max));
   t.push_back(MemoryRow("client-query-buffer-limit", "Largest query buffer of one client", true,
                         &C::client_query_buffer_limit, kMiB, kInt64Max));
-  t.push_back(OptionRow{"client-output-buffer-limit",
-                        "Hard limit of a client's pending output in bytes; 0 = none (Redis's "
-                        "'class hard soft seconds' form is accepted too: normal and pubsub)",
-                        true, GetOutputBufferLimit, SetOutputBufferLimit});
-  t.push_back(BoolRow("group-commit",
-                      "Pipelined filter writes of a connection share one RocksDB write (one WAL "
-                      "append and sync); replies wait for it",
-                      true, &C::group_commit));
+  t.push_back(
+      WithEffect(OptionRow{"client-output-buffer-limit",
+                           "Hard limit of a client's pending output in bytes; 0 = none (Redis's "
+                           "'class hard soft seconds' form is accepted too: normal and pubsub)",
+                           true, GetOutputBufferLimit, SetOutputBufferLimit},
+                 OptionEffect::kHotSettings));
+  t.push_back(
+      WithEffect(BoolRow("group-commit",
+                         "Pipelined filter writes of a connection share one RocksDB write (one WAL "
+                         "append and sync); replies wait for it",
+                         true, &C::group_commit),
+                 OptionEffect::kHotSettings));
   t.push_back(MemoryRow("block-cache-size", "RocksDB block cache size", false, &C::block_cache_size,
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,
@@ -509,37 +522,51 @@ std::vector<OptionRow> BuildTable() {
                         "In-memory cache of filter pages and metadata in front of RocksDB; 0 = "
                         "none",
                         false, &C::cache_size, 0, kInt64Max));
-  t.push_back(IntRow("slowlog-log-slower-than",
-                     "Log commands slower than this many microseconds; -1 = off, 0 = all", true,
-                     &C::slowlog_log_slower_than, -1, kInt64Max));
-  t.push_back(IntRow("slowlog-max-len", "Entries kept in the slow log", true, &C::slowlog_max_len,
-                     0, kInt64Max));
+  t.push_back(
+      WithEffect(IntRow("slowlog-log-slower-than",
+                        "Log commands slower than this many microseconds; -1 = off, 0 = all", true,
+                        &C::slowlog_log_slower_than, -1, kInt64Max),
+                 OptionEffect::kHotSettings));
+  t.push_back(WithEffect(IntRow("slowlog-max-len", "Entries kept in the slow log", true,
+                                &C::slowlog_max_len, 0, kInt64Max),
+                         OptionEffect::kHotSettings));
   t.push_back(IntRow("latency-monitor-threshold",
                      "Record latency events of at least this many milliseconds; 0 = off", true,
                      &C::latency_monitor_threshold, 0, kInt64Max));
   t.push_back(RenameRow());
   t.push_back(
       StringRow("pidfile", "Write the process id to this file; empty = none", false, &C::pidfile));
-  t.push_back(CfInitialSizeRow());
-  t.push_back(IntRow("cf-bucket-size", "Default fingerprints per bucket", true, &C::cf_bucket_size,
-                     1, 255));
-  t.push_back(IntRow("cf-max-iterations", "Default cuckoo kicks before a filter counts as full",
-                     true, &C::cf_max_iterations, 1, 65535));
-  t.push_back(IntRow("cf-expansion-factor",
-                     "Default growth factor of a new sub-filter; 0 = the filter does not grow",
-                     true, &C::cf_expansion_factor, 0, 32768));
-  t.push_back(IntRow("cf-max-expansions", "Maximum number of sub-filters of a filter", true,
-                     &C::cf_max_expansions, 1, 65536));
-  t.push_back(EnumRow("cf-sizing",
-                      "How capacities become bucket counts: redisbloom (byte-compatible) or "
-                      "load-factor",
-                      true, &C::cf_sizing, {"redisbloom", "load-factor"}));
-  t.push_back(MemoryRow("cf-page-size", "Bytes of filter data per RocksDB value", false,
-                        &C::cf_page_size, 64, kMiB));
-  t.push_back(MemoryRow("cf-max-filter-bytes",
-                        "Largest size of one sub-filter in bytes (larger ones are refused as "
-                        "RedisBloom refuses a failed allocation)",
-                        true, &C::cf_max_filter_bytes, kMiB, 1ULL << 40));
+  t.push_back(WithEffect(CfInitialSizeRow(), OptionEffect::kHotSettings));
+  t.push_back(WithEffect(
+      IntRow("cf-bucket-size", "Default fingerprints per bucket", true, &C::cf_bucket_size, 1, 255),
+      OptionEffect::kHotSettings));
+  t.push_back(
+      WithEffect(IntRow("cf-max-iterations", "Default cuckoo kicks before a filter counts as full",
+                        true, &C::cf_max_iterations, 1, 65535),
+                 OptionEffect::kHotSettings));
+  t.push_back(
+      WithEffect(IntRow("cf-expansion-factor",
+                        "Default growth factor of a new sub-filter; 0 = the filter does not grow",
+                        true, &C::cf_expansion_factor, 0, 32768),
+                 OptionEffect::kHotSettings));
+  t.push_back(WithEffect(IntRow("cf-max-expansions", "Maximum number of sub-filters of a filter",
+                                true, &C::cf_max_expansions, 1, 65536),
+                         OptionEffect::kHotSettings));
+  t.push_back(
+      WithEffect(EnumRow("cf-sizing",
+                         "How capacities become bucket counts: redisbloom (byte-compatible) or "
+                         "load-factor",
+                         true, &C::cf_sizing, {"redisbloom", "load-factor"}),
+                 OptionEffect::kHotSettings));
+  t.push_back(WithEffect(MemoryRow("cf-page-size", "Bytes of filter data per RocksDB value", false,
+                                   &C::cf_page_size, 64, kMiB),
+                         OptionEffect::kHotSettings));
+  t.push_back(
+      WithEffect(MemoryRow("cf-max-filter-bytes",
+                           "Largest size of one sub-filter in bytes (larger ones are refused as "
+                           "RedisBloom refuses a failed allocation)",
+                           true, &C::cf_max_filter_bytes, kMiB, 1ULL << 40),
+                 OptionEffect::kHotSettings));
   t.push_back(BoolRow("cluster-enabled",
                       "Cluster mode: serve the hash slots a controller assigns with CLUSTERX "
                       "SETNODES and redirect the others (MOVED)",
@@ -595,12 +622,15 @@ std::vector<OptionRow> BuildTable() {
   t.push_back(IntRow("repl-backlog-ttl",
                      "Seconds the WAL is kept for replicas that fall behind; 0 = not kept", false,
                      &C::repl_backlog_ttl, 0, kInt64Max));
-  t.push_back(IntRow("repl-timeout",
-                     "Seconds without traffic before a replication link counts as broken", true,
-                     &C::repl_timeout, 1, 3600));
-  t.push_back(MemoryRow("repl-sync-rate",
-                        "Bytes a second a primary sends a full sync at most; 0 = no limit", true,
-                        &C::repl_sync_rate, 0, kInt64Max));
+  t.push_back(WithEffect(
+      IntRow("repl-timeout", "Seconds without traffic before a replication link counts as broken",
+             true, &C::repl_timeout, 1, 3600),
+      OptionEffect::kReplication));
+  t.push_back(
+      WithEffect(MemoryRow("repl-sync-rate",
+                           "Bytes a second a primary sends a full sync at most; 0 = no limit", true,
+                           &C::repl_sync_rate, 0, kInt64Max),
+                 OptionEffect::kReplication));
   return t;
 }
 

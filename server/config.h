@@ -83,6 +83,16 @@ struct Config {
   uint64_t repl_sync_rate = 0;              // full-sync bytes a second; 0 = no limit
 };
 
+// What the running server does when an option takes a new value (at start, and on CONFIG SET
+// of a run-time option): server/live_config.h carries it out.
+enum class OptionEffect {
+  kNone,         // read from the config where it is used (e.g. maxclients, requirepass)
+  kHotSettings,  // one of the settings read on the command path without the config's mutex
+  kFsync,        // the WAL sync policy of the engine
+  kReplication,  // the replication senders' options
+  kLogLevel,     // the logger's level
+};
+
 // One option row. get/set operate on a Config; set returns an error text or nullopt.
 struct OptionRow {
   std::string name;
@@ -90,6 +100,7 @@ struct OptionRow {
   bool mutable_at_runtime;
   std::function<std::string(const Config&)> get;
   std::function<std::optional<std::string>(Config&, const std::string&)> set;
+  OptionEffect effect = OptionEffect::kNone;
 };
 
 const std::vector<OptionRow>& OptionTable();

@@ -53,7 +53,7 @@ Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id
   if (tls != nullptr) {
     tls_ = std::make_unique<asio::ssl::stream<asio::ip::tcp::socket&>>(socket_, *tls);
   }
-  Config cfg = server_.config();
+  Config cfg = server_.live_config().Get();
   resp::ParserLimits limits;
   limits.max_bulk_len = cfg.proto_max_bulk_len;
   limits.query_buffer_limit = cfg.client_query_buffer_limit;
@@ -140,7 +140,7 @@ void Connection::Shutdown() {
 }
 
 void Connection::ArmIdleTimer() {
-  int timeout = server_.config().timeout;
+  int timeout = server_.live_config().Get().timeout;
   if (timeout <= 0 || closed_) {
     return;
   }
@@ -164,7 +164,7 @@ void Connection::ArmIdleTimer() {
 }
 
 size_t Connection::HighWater() const {
-  const uint64_t limit = server_.client_output_buffer_limit();
+  const uint64_t limit = server_.live_config().client_output_buffer_limit();
   return limit > 0 ? static_cast<size_t>(limit) : kOutputHighWater;
 }
 
@@ -432,17 +432,17 @@ void Connection::OnMessage(const PubSubMessage& msg) {
 bool Connection::OverOutputLimit() {
   const size_t pending = out_.size() + writing_.size();
   if (client_.kind == ClientKind::kNormal) {
-    const uint64_t limit = server_.client_output_buffer_limit();
+    const uint64_t limit = server_.live_config().client_output_buffer_limit();
     return limit > 0 && pending > limit;
   }
   if (client_.kind != ClientKind::kPubSub) {
     return false;  // (replication links: their limits belong to replication)
   }
-  const uint64_t hard = server_.pubsub_output_hard_limit();
+  const uint64_t hard = server_.live_config().pubsub_output_hard_limit();
   if (hard > 0 && pending > hard) {
     return true;
   }
-  const uint64_t soft = server_.pubsub_output_soft_limit();
+  const uint64_t soft = server_.live_config().pubsub_output_soft_limit();
   if (soft == 0 || pending <= soft) {
     soft_limit_since_.reset();
     return false;
@@ -452,7 +452,8 @@ bool Connection::OverOutputLimit() {
     soft_limit_since_ = now;
     return false;
   }
-  return now - *soft_limit_since_ >= std::chrono::seconds(server_.pubsub_output_soft_seconds());
+  return now - *soft_limit_since_ >=
+         std::chrono::seconds(server_.live_config().pubsub_output_soft_seconds());
 }
 
 void Connection::OnWrite(const asio::error_code& ec, size_t n) {

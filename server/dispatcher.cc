@@ -174,7 +174,7 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
   const bool batchable = batch != nullptr && client.lock_batching && !locks_held &&
                          spec.first_key > 0 && !(spec.flags & (kLockAll | kBackground));
   const bool groupable =
-      batchable && write && (spec.flags & kGroupCommit) && server_.group_commit_enabled();
+      batchable && write && (spec.flags & kGroupCommit) && server_.live_config().group_commit();
   if (batch != nullptr) {
     if (!groupable) {
       batch->EndGroup();  // (no command but those of the group may see its uncommitted changes)
@@ -240,9 +240,10 @@ void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& ar
     stats.CountError(*error);
   }
   client.last_command = spec.name;
-  const int64_t threshold = server_.slowlog_threshold();
+  const int64_t threshold = server_.live_config().slowlog_threshold();
   if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
-    server_.slowlog().Add(client, argv, static_cast<int64_t>(micros), server_.slowlog_max_len());
+    server_.slowlog().Add(client, argv, static_cast<int64_t>(micros),
+                          server_.live_config().slowlog_max_len());
   }
 }
 

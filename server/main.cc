@@ -10,6 +10,7 @@
 #include <iostream>
 
 #include "server/config.h"
+#include "server/live_config.h"
 #include "server/server.h"
 #include "storage/checker.h"
 #include "storage/engine.h"
@@ -24,10 +25,7 @@ void SetupLogging(const cuckood::server::Config& cfg) {
     logger = spdlog::basic_logger_mt("cuckood", cfg.logfile);
   }
   spdlog::set_default_logger(logger);
-  const auto& l = cfg.loglevel;
-  spdlog::set_level(l == "debug" || l == "verbose" ? spdlog::level::debug
-                    : l == "warning"               ? spdlog::level::warn
-                                                   : spdlog::level::info);
+  spdlog::set_level(cuckood::server::SpdlogLevel(cfg.loglevel));
   spdlog::flush_on(spdlog::level::info);
 }
 

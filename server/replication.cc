@@ -123,7 +123,7 @@ void Replication::RetireLinkLocked() {
 }
 
 storage::Status Replication::ReplicaOf(const std::string& host, int port, bool* already) {
-  const Config cfg = server_.config();
+  const Config cfg = server_.live_config().Get();
   std::lock_guard lock(mu_);
   *already = link_ != nullptr && state_.master_host == host && state_.master_port == port;
   if (*already) {
@@ -219,7 +219,7 @@ void Replication::WriteRole(resp::Writer& out) {
 }
 
 std::string Replication::InfoLines() {
-  const Config cfg = server_.config();
+  const Config cfg = server_.live_config().Get();
   std::lock_guard lock(mu_);
   const uint64_t seq = server_.engine().LatestSequence();
   std::string s;

@@ -89,28 +89,7 @@ std::unique_ptr<asio::ssl::context> MakeTlsContext(const Config& cfg) {
 
 }  // namespace
 
-Server::Server(Config config) : config_(std::move(config)) {
-  for (const auto& row : OptionTable()) {
-    (void)row;
-  }
-  auto apply = [this](const Config& c) {
-    cf_initial_size_ = c.cf_initial_size;
-    cf_bucket_size_ = c.cf_bucket_size;
-    cf_max_iterations_ = c.cf_max_iterations;
-    cf_expansion_factor_ = c.cf_expansion_factor;
-    cf_max_expansions_ = c.cf_max_expansions;
-    cf_page_size_ = c.cf_page_size;
-    cf_max_filter_bytes_ = c.cf_max_filter_bytes;
-    cf_sizing_ = c.cf_sizing == "load-factor" ? 1 : 0;
-    slowlog_slower_than_ = c.slowlog_log_slower_than;
-    slowlog_max_len_ = c.slowlog_max_len;
-    client_output_buffer_limit_ = c.client_output_buffer_limit;
-    pubsub_hard_ = c.pubsub_output_hard_limit;
-    pubsub_soft_ = c.pubsub_output_soft_limit;
-    pubsub_soft_seconds_ = c.pubsub_output_soft_seconds;
-    group_commit_ = c.group_commit;
-  };
-  apply(config_);
+Server::Server(Config config) : live_(std::move(config)) {
   pubsub_ = std::make_unique<PubSub>();
   replication_ = std::make_unique<Replication>(*this);
   process_.run_id = RandomHex(40);
@@ -134,76 +113,8 @@ Server::~Server() {
   }
 }
 
-void Server::UpdateConfig(const std::function<void(Config&)>& change) {
-  std::lock_guard lock(config_mu_);
-  change(config_);
-}
-
-storage::CfSettings Server::cf_settings() const {
-  storage::CfSettings s;
-  s.initial_capacity = cf_initial_size_.load(std::memory_order_relaxed);
-  s.bucket_size = static_cast<uint16_t>(cf_bucket_size_.load(std::memory_order_relaxed));
-  s.max_iterations = static_cast<uint16_t>(cf_max_iterations_.load(std::memory_order_relaxed));
-  s.expansion = static_cast<uint16_t>(cf_expansion_factor_.load(std::memory_order_relaxed));
-  s.max_expansions = static_cast<uint32_t>(cf_max_expansions_.load(std::memory_order_relaxed));
-  s.sizing = cf_sizing_.load(std::memory_order_relaxed) == 1 ? core::SizingPolicy::kLoadFactor
-                                                             : core::SizingPolicy::kRedisBloom;
-  s.page_size = static_cast<uint32_t>(cf_page_size_.load(std::memory_order_relaxed));
-  s.max_filter_bytes = cf_max_filter_bytes_.load(std::memory_order_relaxed);
-  return s;
-}
-
-Config Server::config() const {
-  std::lock_guard lock(config_mu_);
-  return config_;
-}
-
-std::optional<std::string> Server::SetConfig(const std::string& name, const std::string& value) {
-  const OptionRow* row = FindOption(name);
-  if (row == nullptr) {
-    return "unknown option";
-  }
-  if (!row->mutable_at_runtime) {
-    return "can't set immutable config";
-  }
-  std::lock_guard lock(config_mu_);
-  Config next = config_;
-  if (auto err = row->set(next, value)) {
-    return err;
-  }
-  config_ = next;
-  cf_initial_size_ = next.cf_initial_size;
-  cf_bucket_size_ = next.cf_bucket_size;
-  cf_max_iterations_ = next.cf_max_iterations;
-  cf_expansion_factor_ = next.cf_expansion_factor;
-  cf_max_expansions_ = next.cf_max_expansions;
-  cf_max_filter_bytes_ = next.cf_max_filter_bytes;
-  cf_sizing_ = next.cf_sizing == "load-factor" ? 1 : 0;
-  slowlog_slower_than_ = next.slowlog_log_slower_than;
-  slowlog_max_len_ = next.slowlog_max_len;
-  client_output_buffer_limit_ = next.client_output_buffer_limit;
-  pubsub_hard_ = next.pubsub_output_hard_limit;
-  pubsub_soft_ = next.pubsub_output_soft_limit;
-  pubsub_soft_seconds_ = next.pubsub_output_soft_seconds;
-  group_commit_ = next.group_commit;
-  if (replication_) {
-    replication_->ApplyConfig(next);
-  }
-  if (engine_) {
-    engine_->SetFsync(FsyncFromName(next.appendfsync));
-  }
-  if (row->name == "loglevel") {
-    const auto& l = next.loglevel;
-    spdlog::set_level(l == "debug"     ? spdlog::level::debug
-                      : l == "verbose" ? spdlog::level::debug
-                      : l == "warning" ? spdlog::level::warn
-                                       : spdlog::level::info);
-  }
-  return std::nullopt;
-}
-
 void Server::Start() {
-  Config cfg = config();
+  Config cfg = live_.Get();
   for (const auto& rc : cfg.rename_commands) {
     auto sp = rc.find(' ');
     std::string from = rc.substr(0, sp);
@@ -328,6 +239,14 @@ void Server::Start() {
   if (cluster_ != nullptr) {
     FollowClusterTopology(*this);  // the topology's role drives replication from now on
   }
+  // What each option's change does (the option rows name it), carried out once now.
+  live_.OnChange(OptionEffect::kFsync,
+                 [this](const Config& c) { engine_->SetFsync(FsyncFromName(c.appendfsync)); });
+  live_.OnChange(OptionEffect::kReplication,
+                 [this](const Config& c) { replication_->ApplyConfig(c); });
+  live_.OnChange(OptionEffect::kLogLevel,
+                 [](const Config& c) { spdlog::set_level(SpdlogLevel(c.loglevel)); });
+  live_.Start();
   process_.io_threads = static_cast<int>(contexts_.size());
   for (auto& ctx : contexts_) {
     threads_.emplace_back([c = ctx.get()] { c->run(); });
@@ -387,7 +306,7 @@ void Server::Accept(size_t index) {
 
 void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
   stats_.total_connections_received++;
-  Config cfg = config();
+  Config cfg = live_.Get();
   asio::error_code ec2;
   auto peer = socket.remote_endpoint(ec2);
   if (ec2) {

@@ -29,6 +29,7 @@
 #include "server/command.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
+#include "server/live_config.h"
 #include "server/lock_batch.h"
 #include "server/slowlog.h"
 #include "server/stats.h"
@@ -125,27 +126,8 @@ class Server {
   SlotMigrator* slot_migrator() const { return slot_migrator_.get(); }
   ProcessInfo& process() { return process_; }
 
-  // ---- configuration ----------------------------------------------------------------------------
-  // CONFIG GET/SET; SetConfig applies the run-time side effects.
-  Config config() const;
-  std::optional<std::string> SetConfig(const std::string& name, const std::string& value);
-  // Changes the running config without side effects (REPLICAOF records its primary here, so
-  // that CONFIG REWRITE writes it).
-  void UpdateConfig(const std::function<void(Config&)>& change);
-  storage::CfSettings cf_settings() const;
-  // Hot-path settings, read without copying the config.
-  uint64_t client_output_buffer_limit() const {
-    return client_output_buffer_limit_.load(std::memory_order_relaxed);
-  }
-  // client-output-buffer-limit of the pubsub class (hard, soft bytes; 0 = none; soft seconds).
-  uint64_t pubsub_output_hard_limit() const { return pubsub_hard_.load(std::memory_order_relaxed); }
-  uint64_t pubsub_output_soft_limit() const { return pubsub_soft_.load(std::memory_order_relaxed); }
-  int64_t pubsub_output_soft_seconds() const {
-    return pubsub_soft_seconds_.load(std::memory_order_relaxed);
-  }
-  bool group_commit_enabled() const { return group_commit_.load(std::memory_order_relaxed); }
-  int64_t slowlog_threshold() const { return slowlog_slower_than_.load(std::memory_order_relaxed); }
-  uint64_t slowlog_max_len() const { return slowlog_max_len_.load(std::memory_order_relaxed); }
+  // The running configuration (server/live_config.h): CONFIG GET/SET and the hot settings.
+  LiveConfig& live_config() { return live_; }
 
  private:
   void Accept(size_t acceptor);
@@ -153,19 +135,8 @@ class Server {
   void StopAll();
   void Tick();
 
-  mutable std::mutex config_mu_;
-  Config config_;
-  // Hot-path copies of settings, readable without the mutex.
-  std::atomic<uint64_t> cf_initial_size_, cf_bucket_size_, cf_max_iterations_, cf_expansion_factor_,
-      cf_max_expansions_, cf_page_size_, cf_max_filter_bytes_;
-  std::atomic<int> cf_sizing_;
-  std::atomic<int64_t> slowlog_slower_than_;
-  std::atomic<uint64_t> slowlog_max_len_;
-  std::atomic<uint64_t> client_output_buffer_limit_{0};
-  std::atomic<uint64_t> pubsub_hard_{0}, pubsub_soft_{0};
-  std::atomic<int64_t> pubsub_soft_seconds_{0};
+  LiveConfig live_;
   std::unique_ptr<PubSub> pubsub_;
-  std::atomic<bool> group_commit_{true};
 
   CommandTable table_;
   storage::EngineOptions engine_options_;

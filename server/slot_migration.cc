@@ -177,7 +177,7 @@ void SlotMigrator::Watch() {
     if (current.state != cluster::MigrationState::kStart) {
       continue;
     }
-    const int64_t limit_ms = server_.config().cluster_import_timeout * 1000;
+    const int64_t limit_ms = server_.live_config().Get().cluster_import_timeout * 1000;
     if (NowMs() - import_activity_ms_.load() < limit_ms) {
       continue;
     }
@@ -190,7 +190,8 @@ void SlotMigrator::Watch() {
           NowMs() - import_activity_ms_.load() >= limit_ms) {
         FailImportLocked(current.range,
                          "no batch from the source for " +
-                             std::to_string(server_.config().cluster_import_timeout) + " s");
+                             std::to_string(server_.live_config().Get().cluster_import_timeout) +
+                             " s");
       }
     }
     wl.lock();
@@ -285,7 +286,7 @@ void SlotMigrator::Run(cluster::SlotRange range, std::string dst_id, std::string
     }
     return true;
   };
-  const auto cfg = server_.config();
+  const auto cfg = server_.live_config().Get();
   const std::string& password = cfg.masterauth.empty() ? cfg.requirepass : cfg.masterauth;
   if (!link.Connect(host, port, &err) ||
       (!password.empty() && !link.Call({"AUTH", password}, &err)) ||

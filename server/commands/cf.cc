@@ -73,7 +73,7 @@ void CfReserve(CommandContext& ctx) {
     ctx.out.Error(ArityError("cf.reserve"));
     return;
   }
-  auto settings = ctx.server.cf_settings();
+  auto settings = ctx.server.live_config().cf_settings();
   ReserveOptions o;
   o.bucket_size = settings.bucket_size;
   o.max_iterations = settings.max_iterations;
@@ -108,7 +108,7 @@ void CfReserve(CommandContext& ctx) {
 
 // CF.ADD / CF.ADDNX: NX-ness comes from the command name, as in RedisBloom.
 void CfAddCommon(CommandContext& ctx, bool nx) {
-  auto settings = ctx.server.cf_settings();
+  auto settings = ctx.server.live_config().cf_settings();
   std::vector<std::string_view> items{ctx.argv[2]};
   const storage::InsertOptions options{.nx = nx};
   auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, ctx.argv[1], items, options, settings);
@@ -185,7 +185,7 @@ void CfInsertCommon(CommandContext& ctx, bool nx) {
   std::vector<std::string_view> items(argv.begin() + static_cast<std::ptrdiff_t>(items_at),
                                       argv.end());
   auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, argv[1], items, options,
-                                    ctx.server.cf_settings());
+                                    ctx.server.live_config().cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -249,7 +249,7 @@ void CfCount(CommandContext& ctx) {
 
 void CfDel(CommandContext& ctx) {
   auto r = ctx.server.db().CfDelete(ctx.scope, ctx.ns, ctx.argv[1], ctx.argv[2],
-                                    ctx.server.cf_settings());
+                                    ctx.server.live_config().cf_settings());
   if (!r.ok()) {
     ReplyStatusError(ctx.out, r.status());
     return;
@@ -258,7 +258,8 @@ void CfDel(CommandContext& ctx) {
 }
 
 void CfCompact(CommandContext& ctx) {
-  auto s = ctx.server.db().CfCompact(ctx.scope, ctx.ns, ctx.argv[1], ctx.server.cf_settings());
+  auto s = ctx.server.db().CfCompact(ctx.scope, ctx.ns, ctx.argv[1],
+                                     ctx.server.live_config().cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;
@@ -328,7 +329,7 @@ void CfLoadChunk(CommandContext& ctx) {
     return;
   }
   auto s = ctx.server.db().CfLoadChunk(ctx.scope, ctx.ns, ctx.argv[1], *iter, ctx.argv[3],
-                                       ctx.server.cf_settings());
+                                       ctx.server.live_config().cf_settings());
   if (!s.ok()) {
     ReplyStatusError(ctx.out, s);
     return;

@@ -53,7 +53,7 @@ bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view 
   if (user != "default") {
     return false;
   }
-  const std::string required = ctx.server.config().requirepass;
+  const std::string required = ctx.server.live_config().Get().requirepass;
   return required.empty() || ConstantTimeEquals(pass, required);
 }
 
@@ -113,7 +113,7 @@ void ResetCommand(CommandContext& ctx) {
   c.no_touch = false;
   c.cluster_readonly = false;  // as Redis: back to READWRITE
   c.cluster_asking = false;
-  c.authenticated = ctx.server.config().requirepass.empty();
+  c.authenticated = ctx.server.live_config().Get().requirepass.empty();
   ctx.out.SimpleString("RESET");
 }
 
@@ -215,7 +215,7 @@ void AuthCommand(CommandContext& ctx) {
   if (ctx.argv.size() == 3) {
     user = ctx.argv[1];
     pass = ctx.argv[2];
-  } else if (ctx.server.config().requirepass.empty()) {
+  } else if (ctx.server.live_config().Get().requirepass.empty()) {
     ctx.out.Error(kNoPasswordSet);
     return;
   }
@@ -241,7 +241,7 @@ void SelectCommand(CommandContext& ctx) {
     ctx.out.Error(kSelectInClusterMode);
     return;
   }
-  const int databases = ctx.server.config().databases;
+  const int databases = ctx.server.live_config().Get().databases;
   if (*id < 0 || *id >= databases || *id > UINT16_MAX) {
     ctx.out.Error(kDbOutOfRange);
     return;

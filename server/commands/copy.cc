@@ -42,7 +42,7 @@ std::optional<int64_t> ParseDbIndex(CommandContext& ctx, std::string_view arg,
 }
 
 bool DbInRange(CommandContext& ctx, int64_t id) {
-  return id >= 0 && id < ctx.server.config().databases && id <= UINT16_MAX;
+  return id >= 0 && id < ctx.server.live_config().Get().databases && id <= UINT16_MAX;
 }
 
 // COPY source destination [DB destination-db] [REPLACE]

@@ -46,7 +46,7 @@ bool IsLocalClient(const Client& client) {
 }
 
 bool DebugAllowed(CommandContext& ctx) {
-  const std::string mode = ctx.server.config().enable_debug_command;
+  const std::string mode = ctx.server.live_config().Get().enable_debug_command;
   return mode == "yes" || (mode == "local" && IsLocalClient(ctx.client));
 }
 

@@ -130,7 +130,8 @@ void Restore(CommandContext& ctx) {
     const uint64_t now = storage::NowMs();
     expire_ms = o.absttl ? t : (t > std::numeric_limits<uint64_t>::max() - now ? t : t + now);
   }
-  auto changed = db.Restore(ctx.ns, key, payload, expire_ms, ctx.server.cf_settings());
+  auto changed =
+      db.Restore(ctx.ns, key, payload, expire_ms, ctx.server.live_config().cf_settings());
   if (!changed.ok()) {
     ReplyStatusError(ctx.out, changed.status());
     return;

@@ -68,7 +68,7 @@ std::string RusageTime(const struct timeval& tv) {
 }
 
 void ServerSection(Server& server, Lines& l) {
-  const Config cfg = server.config();
+  const Config cfg = server.live_config().Get();
   struct utsname name {};
   uname(&name);
   const auto now = std::chrono::system_clock::now();
@@ -115,7 +115,7 @@ void ClientsSection(Server& server, Lines& l) {
   }
   l.Add("connected_clients", static_cast<uint64_t>(server.clients().connected()));
   l.Add("cluster_connections", 0);
-  l.Add("maxclients", server.config().maxclients);
+  l.Add("maxclients", server.live_config().Get().maxclients);
   l.Add("client_recent_max_input_buffer", max_in);
   l.Add("client_recent_max_output_buffer", max_out);
   l.Add("blocked_clients", 0);
@@ -192,7 +192,7 @@ void PersistenceSection(Server& server, Lines& l) {
   l.Add("aof_last_cow_size", 0);
   l.Add("module_fork_in_progress", 0);
   l.Add("module_fork_last_cow_size", 0);
-  l.Add("appendfsync", server.config().appendfsync);
+  l.Add("appendfsync", server.live_config().Get().appendfsync);
 }
 
 void StatsSection(Server& server, Lines& l) {
@@ -311,7 +311,7 @@ void LatencyStatsSection(Server& server, Lines& l) {
 // Keys per database (a metadata range scan each; empty databases cost one seek). The expiry
 // count is not tracked, so expires and avg_ttl read 0.
 void KeyspaceSection(Server& server, Lines& l) {
-  const int databases = std::min(server.config().databases, 65536);
+  const int databases = std::min(server.live_config().Get().databases, 65536);
   for (int ns = 0; ns < databases; ++ns) {
     auto n = server.db().DbSize(server.db().Namespace(static_cast<uint16_t>(ns)));
     if (n.ok() && *n > 0) {

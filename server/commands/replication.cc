@@ -21,7 +21,7 @@ constexpr std::string_view kReplSyncSyntax =
     "ERR REPLSYNC <protocol version> <replid|?> <sequence>";
 
 void ReplicaOfCommand(CommandContext& ctx) {
-  if (ctx.server.config().cluster_enabled) {
+  if (ctx.server.live_config().Get().cluster_enabled) {
     // (the pushed topology decides a cluster node's role: server/cluster_mode.h)
     ctx.out.Error(kReplicaOfInClusterMode);
     return;
@@ -31,7 +31,7 @@ void ReplicaOfCommand(CommandContext& ctx) {
       ctx.out.Error("ERR " + s.message());
       return;
     }
-    ctx.server.UpdateConfig([](Config& c) { c.replicaof.clear(); });
+    ctx.server.live_config().Update([](Config& c) { c.replicaof.clear(); });
     ctx.out.SimpleString("OK");
     return;
   }
@@ -47,7 +47,8 @@ void ReplicaOfCommand(CommandContext& ctx) {
     ctx.out.Error("ERR " + s.message());
     return;
   }
-  ctx.server.UpdateConfig([&](Config& c) { c.replicaof = host + " " + std::to_string(*port); });
+  ctx.server.live_config().Update(
+      [&](Config& c) { c.replicaof = host + " " + std::to_string(*port); });
   ctx.out.SimpleString(already ? kAlreadyConnected : "OK");
 }
 

@@ -63,7 +63,7 @@ bool IsCompatOnly(const std::string& name) {
 }
 
 void ConfigGetCommand(CommandContext& ctx) {
-  const Config cfg = ctx.server.config();
+  const Config cfg = ctx.server.live_config().Get();
   std::vector<std::pair<std::string, std::string>> all;
   for (const auto& row : OptionTable()) {
     all.emplace_back(row.name, row.get(cfg));
@@ -128,11 +128,11 @@ void ConfigSetCommand(CommandContext& ctx) {
     }
     pairs.emplace_back(name, std::string(ctx.argv[i + 1]));
   }
-  const Config before = ctx.server.config();
+  const Config before = ctx.server.live_config().Get();
   for (size_t i = 0; i < pairs.size(); ++i) {
-    if (auto err = ctx.server.SetConfig(pairs[i].first, pairs[i].second)) {
+    if (auto err = ctx.server.live_config().Set(pairs[i].first, pairs[i].second)) {
       for (size_t j = 0; j < i; ++j) {
-        (void)ctx.server.SetConfig(pairs[j].first, FindOption(pairs[j].first)->get(before));
+        (void)ctx.server.live_config().Set(pairs[j].first, FindOption(pairs[j].first)->get(before));
       }
       ctx.out.Error(ConfigSetError(ctx.argv[2 + 2 * i], *err));
       return;
@@ -152,7 +152,8 @@ void ConfigRewriteCommand(CommandContext& ctx) {
     ctx.out.Error("ERR The server is running without a config file");
     return;
   }
-  if (auto err = RewriteConfigFile(ctx.server.process().config_file, ctx.server.config())) {
+  if (auto err =
+          RewriteConfigFile(ctx.server.process().config_file, ctx.server.live_config().Get())) {
     spdlog::warn("CONFIG REWRITE of {} failed: {}", ctx.server.process().config_file, *err);
     ctx.out.Error("ERR Rewriting config file: " + *err);
     return;
@@ -203,7 +204,7 @@ void BgSaveCommand(CommandContext& ctx) {
     return;
   }
   namespace fs = std::filesystem;
-  const fs::path dir = ctx.server.config().dir;
+  const fs::path dir = ctx.server.live_config().Get().dir;
   const fs::path tmp = dir / (std::string(kBackupDirName) + ".tmp");
   const fs::path old = dir / (std::string(kBackupDirName) + ".old");
   const fs::path backup = dir / std::string(kBackupDirName);
