@@ -278,7 +278,7 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb:
   MemCache::Value grouped;
   if (auto* group = use_cache ? scope.group : nullptr;
       group != nullptr && group->Lookup(ck, &grouped)) {
-    // Written by an earlier command of this thread's write group.
+    // Written by an earlier command of the scope's write group.
     if (!grouped) {
       return std::optional<Metadata>();
     }
@@ -374,7 +374,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
   AppendMetaKey(&ck, ns, key);
   MemCache::Value raw;
   if (auto* group = scope.group; group != nullptr && group->Lookup(ck, &raw)) {
-    // Written by an earlier command of this thread's write group (not in the cache yet).
+    // Written by an earlier command of the scope's write group (not in the cache yet).
     if (!raw) {
       return ViewPtr();
     }

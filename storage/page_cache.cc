@@ -50,7 +50,7 @@ std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
 }
 
 bool PageCache::CacheGet(std::string_view cache_key, MemCache::Value* value) {
-  // A page the thread's write group changed is also in the in-memory cache unless evicted
+  // A page the scope's write group changed is also in the in-memory cache unless evicted
   // since (the group puts its pages there at once, and nobody else writes them before it is
   // committed), so the group is only asked on a miss.
   return mem_->GetShared(cache_key, value) ||
@@ -500,7 +500,7 @@ uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_bucke
   }
   if (group_ != nullptr && group_->HasPagesOf(prefix_)) {
     // The iterator reads RocksDB, which has not got the pages of this filter that earlier
-    // commands of the thread's write group changed: they are committed first.
+    // commands of the scope's write group changed: they are committed first.
     if (auto s = group_->Commit(); !s.ok()) {
       status_ = s;
       return b;  // (the caller's Read reports the error)
@@ -538,7 +538,7 @@ bool PageCache::Checkpoint() {
   }
   if (dirty_pages_ > 0) {
     if (group_ != nullptr) {
-      // Earlier changes of the thread's write group reach RocksDB first.
+      // Earlier changes of the scope's write group reach RocksDB first.
       if (auto s = group_->Commit(); !s.ok()) {
         status_ = s;
         return false;

@@ -56,13 +56,13 @@ class PageCache final : public core::BucketAccess {
   // sub-filters); a page needed after all is read when it is used.
   void PrefetchForInsert(std::span<const core::ItemHash> items);
 
-  // For a command that runs in the thread's write group (Db::CfInsert): a page the group has
+  // For a command that runs in the scope's write group (Db::CfInsert): a page the group has
   // already changed (WriteGroup::Owns) is changed in place instead of copied, with an undo
   // record of each bucket it hands out for writing; AddDirty keeps the changes, and a cache
   // destroyed without AddDirty (a failed command) restores the buckets. Not for commands that
   // Checkpoint.
   void ChangeGroupPagesInPlace() { in_place_ = group_ != nullptr; }
-  // Loads pages the caller did not find in the in-memory cache: from the thread's write group,
+  // Loads pages the caller did not find in the in-memory cache: from the scope's write group,
   // or from RocksDB in one MultiGet (pages already held are skipped).
   void Load(std::vector<std::pair<uint32_t, uint64_t>> pages);
   // Takes a page the caller already found in the in-memory cache (value nullptr: known not
@@ -124,7 +124,7 @@ class PageCache final : public core::BucketAccess {
   };
   void MarkDirty(Page* p);
   void AddDirtyTo(rocksdb::WriteBatch* batch, class WriteGroup* group);
-  // A page (PageCacheKey) from the thread's write group or the in-memory cache.
+  // A page (PageCacheKey) from the scope's write group or the in-memory cache.
   bool CacheGet(std::string_view cache_key, MemCache::Value* value);
   // PageCacheKey(EncodePageKey(prefix_, f, page)), built in a buffer reused by the next call.
   std::string_view CacheKeyOf(uint32_t f, uint64_t page);
