@@ -1,7 +1,7 @@
-// The command table: one row per command (name, arity, flags, key positions, handler, ACL categories,
-// tips, docs), each written as a designated initialiser of CommandSpec.
-// Each family registers its rows explicitly (RegisterXxxCommands at the bottom of its file); the
-// dispatcher and COMMAND/COMMAND DOCS answer from the same rows.
+// The command table: one row per command (name, arity, flags, key positions, handler, ACL
+// categories, tips, docs), each written as a designated initialiser of CommandSpec. Each family
+// registers its rows explicitly (RegisterXxxCommands at the bottom of its file); the dispatcher and
+// COMMAND/COMMAND DOCS answer from the same rows.
 #pragma once
 
 #include <cstdint>
@@ -86,7 +86,7 @@ struct CommandArgDoc {
 
 struct CommandSpec {
   std::string name = {};  // lower case, e.g. "cf.add"
-  int arity = 0;     // Redis convention: n = exactly n, -n = at least n (name included)
+  int arity = 0;          // Redis convention: n = exactly n, -n = at least n (name included)
   uint32_t flags = 0;
   int first_key = 0;
   int last_key = 0;
