@@ -258,6 +258,11 @@ void Connection::ProcessInput() {
     }
     if (spec != nullptr && RunsInBackground(*spec, argv) && !client_.in_multi) {
       batch_scope.End();
+      if (ran) {
+        // (now: once the pool runs the command, client_ is the pool's until its reply is back)
+        SyncSnapshot();
+        ran = false;
+      }
       RunInBackground(spec, argv);
       break;  // the rest of the pipeline waits for this command's reply
     }
