@@ -16,20 +16,80 @@ using internal::PlaceInBucket;
 
 enum class Step { kDone, kFailed, kIoError };
 
+// Buckets of sub-filter f of a usable meta (MetaUsable): with expansion 1 every sub-filter has
+// the base count, so a long chain's loops skip the call.
+inline uint64_t Buckets(const FilterMeta& meta, uint32_t f) {
+  return f == 0 || meta.expansion == 1 ? meta.base_num_buckets : SubFilterBuckets(meta, f);
+}
+
+// Scans of a long chain of resident sub-filters wait on memory, one page per sub-filter: with
+// expansion 1 every sub-filter has the same candidates, so the bucket kAhead sub-filters on is
+// asked for early.
+constexpr uint32_t kAhead = 16;
+inline void PrefetchBucket(std::span<const uint8_t* const> resident, uint32_t f, uint64_t offset) {
+  if (f < resident.size() && resident[f] != nullptr) {
+    __builtin_prefetch(resident[f] + offset);
+  }
+}
+
+// Bucket b of sub-filter f for reading: from a resident sub-filter, else through Read(), after
+// which `resident` is asked for again (the read may have loaded pages).
+inline const uint8_t* ReadBucket(BucketAccess& access, std::span<const uint8_t* const>& resident,
+                                 uint32_t f, uint64_t b, uint32_t bucket_size) {
+  if (f < resident.size() && resident[f] != nullptr) {
+    return resident[f] + b * bucket_size;
+  }
+  const uint8_t* bucket = access.Read(f, b);
+  resident = access.Resident();
+  return bucket;
+}
+
 // The free-slot pass: newest sub-filter first, primary then alternate bucket, lowest empty slot.
 Step StoreInFreeSlot(const FilterMeta& meta, BucketAccess& access, const ItemHash& item) {
-  for (uint32_t f = meta.num_filters; f-- > 0;) {
-    const uint64_t n = SubFilterBuckets(meta, f);
+  auto resident = access.Resident();
+  const uint32_t bucket_size = meta.bucket_size;
+  const bool same_size = meta.expansion == 1;
+  // (with expansion 1, every sub-filter's candidates)
+  const uint64_t o0 = PrimaryBucket(item.hash, meta.base_num_buckets) * bucket_size;
+  const uint64_t o1 = AltBucket(item.hash, item.fp, meta.base_num_buckets) * bucket_size;
+  uint32_t f = meta.num_filters;
+  while (f > 0) {
+    if (same_size) {
+      // Resident sub-filters without a free slot are passed over in a tight loop; the first one
+      // with room, or one that is not resident, takes the general step below.
+      while (f > 0 && f - 1 < resident.size() && resident[f - 1] != nullptr) {
+        const uint8_t* base = resident[f - 1];
+        if (f - 1 >= kAhead) {
+          PrefetchBucket(resident, f - 1 - kAhead, o0);
+        }
+        if (FindSlot(base + o0, bucket_size, 0) != bucket_size ||
+            FindSlot(base + o1, bucket_size, 0) != bucket_size) {
+          break;
+        }
+        --f;
+      }
+      if (f == 0) {
+        break;
+      }
+    }
+    --f;
+    const uint64_t n = Buckets(meta, f);
     const uint64_t candidates[2] = {PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n)};
     for (uint64_t b : candidates) {
-      switch (PlaceInBucket(access, f, b, meta.bucket_size, item.fp)) {
-        case Placed::kYes:
-          return Step::kDone;
-        case Placed::kIoError:
-          return Step::kIoError;
-        case Placed::kNoRoom:
-          break;
+      const uint8_t* bucket = ReadBucket(access, resident, f, b, bucket_size);
+      if (bucket == nullptr) {
+        return Step::kIoError;
       }
+      const uint32_t slot = FindSlot(bucket, bucket_size, 0);
+      if (slot == bucket_size) {
+        continue;
+      }
+      uint8_t* writable = access.Write(f, b);
+      if (writable == nullptr) {
+        return Step::kIoError;
+      }
+      writable[slot] = item.fp;
+      return Step::kDone;
     }
   }
   return Step::kFailed;
@@ -89,9 +149,9 @@ bool CanGrow(const FilterMeta& meta, const Limits& limits) {
 }
 
 // Matches of fp in bucket b of sub-filter f, or -1 on a storage error.
-int64_t MatchesInBucket(BucketAccess& access, uint32_t f, uint64_t b, uint32_t bucket_size,
-                        uint8_t fp) {
-  const uint8_t* bucket = access.Read(f, b);
+int64_t MatchesInBucket(BucketAccess& access, std::span<const uint8_t* const>& resident, uint32_t f,
+                        uint64_t b, uint32_t bucket_size, uint8_t fp) {
+  const uint8_t* bucket = ReadBucket(access, resident, f, b, bucket_size);
   if (bucket == nullptr) {
     return -1;
   }
@@ -162,19 +222,41 @@ bool Exists(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, 
     SetIoError(io_error, true);
     return false;
   }
-  for (uint32_t f = 0; f < meta.num_filters; ++f) {
-    const uint64_t n = SubFilterBuckets(meta, f);
+  auto resident = access.Resident();
+  const uint32_t bucket_size = meta.bucket_size;
+  const bool same_size = meta.expansion == 1;
+  const uint64_t o0 = PrimaryBucket(item.hash, meta.base_num_buckets) * bucket_size;
+  const uint64_t o1 = AltBucket(item.hash, item.fp, meta.base_num_buckets) * bucket_size;
+  uint32_t f = 0;
+  while (f < meta.num_filters) {
+    if (same_size) {
+      // (as in StoreInFreeSlot: resident sub-filters without the fingerprint in a tight loop)
+      while (f < meta.num_filters && f < resident.size() && resident[f] != nullptr) {
+        const uint8_t* base = resident[f];
+        PrefetchBucket(resident, f + kAhead, o0);
+        if (FindSlot(base + o0, bucket_size, item.fp) != bucket_size ||
+            FindSlot(base + o1, bucket_size, item.fp) != bucket_size) {
+          return true;
+        }
+        ++f;
+      }
+      if (f == meta.num_filters) {
+        break;
+      }
+    }
+    const uint64_t n = Buckets(meta, f);
     const uint64_t candidates[2] = {PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n)};
     for (uint64_t b : candidates) {
-      const uint8_t* bucket = access.Read(f, b);
+      const uint8_t* bucket = ReadBucket(access, resident, f, b, bucket_size);
       if (bucket == nullptr) {
         SetIoError(io_error, true);
         return false;
       }
-      if (FindSlot(bucket, meta.bucket_size, item.fp) != meta.bucket_size) {
+      if (FindSlot(bucket, bucket_size, item.fp) != bucket_size) {
         return true;
       }
     }
+    ++f;
   }
   return false;
 }
@@ -186,12 +268,13 @@ uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& ite
     return 0;
   }
   uint64_t total = 0;
+  auto resident = access.Resident();
   for (uint32_t f = 0; f < meta.num_filters; ++f) {
-    const uint64_t n = SubFilterBuckets(meta, f);
+    const uint64_t n = Buckets(meta, f);
     // Both candidates are counted even when they are the same bucket (RedisBloom does so).
     const uint64_t candidates[2] = {PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n)};
     for (uint64_t b : candidates) {
-      const int64_t matches = MatchesInBucket(access, f, b, meta.bucket_size, item.fp);
+      const int64_t matches = MatchesInBucket(access, resident, f, b, meta.bucket_size, item.fp);
       if (matches < 0) {
         SetIoError(io_error, true);
         return 0;
@@ -207,11 +290,12 @@ DeleteResult Delete(FilterMeta& meta, BucketAccess& access, const ItemHash& item
     return DeleteResult::kIoError;
   }
   bool deleted = false;
+  auto resident = access.Resident();  // (the loop ends at its one Write)
   for (uint32_t f = meta.num_filters; f-- > 0 && !deleted;) {
-    const uint64_t n = SubFilterBuckets(meta, f);
+    const uint64_t n = Buckets(meta, f);
     const uint64_t candidates[2] = {PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n)};
     for (uint64_t b : candidates) {
-      const uint8_t* bucket = access.Read(f, b);
+      const uint8_t* bucket = ReadBucket(access, resident, f, b, meta.bucket_size);
       if (bucket == nullptr) {
         return DeleteResult::kIoError;
       }

@@ -44,12 +44,18 @@ struct ItemHash {
 };
 ItemHash HashItem(std::string_view item);
 
+// x % n; a mask when n is a power of two (every sub-filter but those of a LOADCHUNK header with
+// an odd expansion): the same value without a 64-bit division.
+inline uint64_t ModBuckets(uint64_t x, uint64_t n) {
+  return (n & (n - 1)) == 0 ? x & (n - 1) : x % n;
+}
+
 // Bucket index arithmetic for a sub-filter with `num_buckets` buckets.
 inline uint64_t PrimaryBucket(uint64_t hash, uint64_t num_buckets) {
-  return hash % num_buckets;
+  return ModBuckets(hash, num_buckets);
 }
 inline uint64_t AltBucket(uint64_t index_or_hash, uint8_t fp, uint64_t num_buckets) {
-  return (index_or_hash ^ (static_cast<uint64_t>(fp) * kAltMultiplier)) % num_buckets;
+  return ModBuckets(index_or_hash ^ (static_cast<uint64_t>(fp) * kAltMultiplier), num_buckets);
 }
 
 // Buckets of sub-filter i: base_num_buckets * expansion^i (0 when it overflows or is unbounded).
@@ -75,6 +81,11 @@ class BucketAccess {
     (void)num_buckets;
     return b;
   }
+  // Sub-filters whose bytes the storage holds in one piece: entry f is the first byte of
+  // sub-filter f, or nullptr when its buckets must be read with Read(). The span and its entries
+  // stay valid until the next Read, Write or Checkpoint. A chain of many small sub-filters is then
+  // scanned without a call per bucket.
+  virtual std::span<const uint8_t* const> Resident() { return {}; }
   // Called by long operations (compaction) between whole fingerprint moves; the storage may commit
   // what is dirty and drop its cache. false = storage error (the operation stops).
   virtual bool Checkpoint() { return true; }

@@ -102,7 +102,9 @@ MemCache::Value PageCache::Zeros(uint64_t length) {
 }
 
 bool PageCache::MayHavePages(uint32_t f) {
-  if (meta_->num_filters <= kSkipScanMin) {
+  if (meta_->num_filters <= kSkipScanMin || meta_->num_items >= meta_->num_filters) {
+    // (A chain with an item per sub-filter or more, grown by inserts, has pages in most of
+    // them: the scan would cost a Seek per sub-filter for nothing.)
     return true;
   }
   if (group_ != nullptr && group_->HasPagesOf(prefix_)) {
@@ -242,7 +244,10 @@ void PageCache::PrefetchForInsert(std::span<const core::ItemHash> items) {
 
 void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool all,
                                    bool primary_of_newest) {
-  const size_t cap = all ? SIZE_MAX : kMaxPrefetchPages;
+  // Writers cap the bytes of one prefetch at kMaxPrefetchPages whole pages (a small sub-filter's
+  // page counts its length, at least a cache line's worth).
+  const uint64_t cap = all ? UINT64_MAX : kMaxPrefetchPages * geo_.page_bytes;
+  uint64_t spent = 0;
   // With more candidates than the filter has pages (a huge CF.MEXISTS of a small filter, or a
   // few items over a long chain of small sub-filters), most are repeats: each page is wanted
   // once (a bitmap over the filter's pages). Otherwise repeats are rare and cheap (found in
@@ -268,12 +273,21 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
   // (pages_ sized once for the candidates instead of growing through every rehash)
   pages_.reserve(pages_.size() +
                  std::min<size_t>(items.size() * 2 * meta_->num_filters, kKeepBuffers));
-  for (const auto& item : items) {
-    for (uint32_t f = first_filter; f < meta_->num_filters; ++f) {
-      uint64_t n = Buckets(f);
-      if (n == 0 || !MayHavePages(f)) {
-        continue;  // (pages of sub-filters without stored pages are zeros: Fetch makes them)
+  // Sub-filter by sub-filter: a sub-filter of one page (a long chain of small ones) wants that
+  // page whatever the items are, without hashing each item into it.
+  for (uint32_t f = first_filter; f < meta_->num_filters && spent < cap; ++f) {
+    const uint64_t n = Buckets(f);
+    if (n == 0 || !MayHavePages(f)) {
+      continue;  // (pages of sub-filters without stored pages are zeros: Fetch makes them)
+    }
+    if (geo_.PageOf(n - 1) == 0) {
+      if (!items.empty() && !Loaded(f, 0)) {
+        want.emplace_back(f, 0);
+        spent += std::max<uint64_t>(geo_.PageLength(0, n), 64);
       }
+      continue;
+    }
+    for (const auto& item : items) {
       // (as core::Exists and core::Insert compute them)
       const uint64_t candidates[2] = {core::PrimaryBucket(item.hash, n),
                                       core::AltBucket(item.hash, item.fp, n)};
@@ -288,14 +302,12 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
         }
         if (!Loaded(f, page)) {
           want.emplace_back(f, page);
+          spent += geo_.page_bytes;
         }
       }
-      if (want.size() >= cap) {
+      if (spent >= cap) {
         break;
       }
-    }
-    if (want.size() >= cap) {
-      break;
     }
   }
   if (mem_ != nullptr && want.size() > 4) {
@@ -453,6 +465,33 @@ const uint8_t* PageCache::Read(uint32_t f, uint64_t b) {
   return reinterpret_cast<const uint8_t*>(p->data()) + off;
 }
 
+void PageCache::BuildMirror() {
+  uint64_t bytes = 0;
+  uint64_t count = 0;
+  for (size_t f = 0; f < resident_.size(); ++f) {
+    if (resident_[f] != nullptr && !first_pages_[f]->dirty) {
+      bytes += first_pages_[f]->size();
+      ++count;
+    }
+  }
+  unmirrored_ = 0;
+  mirrored_ = count;
+  if (bytes > kMirrorMaxBytes) {
+    return;  // (entries of an older mirror stay valid: it is kept)
+  }
+  std::vector<uint8_t> mirror(bytes);
+  uint64_t at = 0;
+  for (size_t f = 0; f < resident_.size(); ++f) {
+    const Page* p = first_pages_[f];
+    if (resident_[f] != nullptr && !p->dirty) {
+      std::memcpy(mirror.data() + at, p->data(), p->size());
+      resident_[f] = mirror.data() + at;
+      at += p->size();
+    }
+  }
+  mirror_.swap(mirror);  // (the old mirror, no longer pointed at, is freed here)
+}
+
 void PageCache::MarkDirty(Page* p) {
   if (!p->dirty) {
     p->dirty = true;
@@ -479,6 +518,9 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
     return nullptr;
   }
   MarkDirty(p);
+  if (geo_.PageOf(b) == 0) {
+    SetResident(f, p);
+  }
   uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
   if (p->in_group) {
     // The group's value is a mutable string (see AddDirtyTo), held by the group.
@@ -557,6 +599,9 @@ bool PageCache::Checkpoint() {
     Publish();
   }
   first_pages_.clear();
+  resident_.clear();
+  mirror_.clear();
+  mirrored_ = unmirrored_ = 0;
   PageMap(&arena_).swap(pages_);  // (the old map is freed here, before the arena is reset)
   arena_.release();
   dirty_pages_ = 0;
@@ -642,6 +687,9 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
     }
     MarkDirty(p);
     std::memcpy(p->bytes.data() + in_page, data.data() + pos, n);
+    if (page == 0) {
+      SetResident(f, p);
+    }
     pos += n;
   }
   return Status::Ok();
@@ -722,6 +770,9 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     page.dirty = false;
     page.whole = false;
     page.before.reset();
+    if ((id & 0xffffffffULL) == 0) {
+      SetResident(static_cast<uint32_t>(id >> 32), &page);  // (its bytes may have moved)
+    }
   }
   dirty_pages_ = 0;
   undo_.clear();  // (the changes made in place are the group's now)

@@ -73,6 +73,15 @@ class PageCache final : public core::BucketAccess {
 
   const uint8_t* Read(uint32_t f, uint64_t b) override;
   uint8_t* Write(uint32_t f, uint64_t b) override;
+  // The loaded sub-filters of one page (see first_pages_). Once many are loaded, the bytes of
+  // those not changed yet are copied side by side (BuildMirror), so a scan over a long chain
+  // reads one small block of memory instead of a page allocation per sub-filter.
+  std::span<const uint8_t* const> Resident() override {
+    if (unmirrored_ >= kMirrorMin && unmirrored_ >= mirrored_) {
+      BuildMirror();
+    }
+    return resident_;
+  }
   uint64_t NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_buckets) override;
   // Commits dirty pages in their own batch once enough have piled up (compaction of big filters)
   // and empties the cache. Only for writers.
@@ -174,11 +183,33 @@ class PageCache final : public core::BucketAccess {
     if (page == 0 && p != nullptr) {
       if (f >= first_pages_.size()) {
         first_pages_.resize(std::max<size_t>(f + 1, first_pages_.size() * 2), nullptr);
+        resident_.resize(first_pages_.size(), nullptr);
       }
       first_pages_[f] = p;
+      SetResident(f, p);
     }
     return p;
   }
+  // resident_[f] after page 0 of sub-filter f moved or changed (its bytes may have moved).
+  void SetResident(uint32_t f, const Page* p) {
+    if (f < resident_.size()) {
+      const uint64_t n = Buckets(f);
+      const bool one_page = n != 0 && geo_.PageOf(n - 1) == 0;
+      resident_[f] = one_page ? reinterpret_cast<const uint8_t*>(p->data()) : nullptr;
+      unmirrored_ += one_page && !p->dirty ? 1 : 0;
+    }
+  }
+  // Copies the bytes of the resident sub-filters whose page is not dirty into mirror_ and points
+  // resident_ there (a dirty page's entry keeps pointing at the page, which Write changes).
+  void BuildMirror();
+  static constexpr uint64_t kMirrorMin = 64;               // sub-filters
+  static constexpr uint64_t kMirrorMaxBytes = 8ULL << 20;  // (larger: no faster than the pages)
+  std::vector<uint8_t> mirror_;
+  uint64_t mirrored_ = 0;    // entries of resident_ in mirror_
+  uint64_t unmirrored_ = 0;  // entries set to a page's own bytes since the last BuildMirror
+  // The bytes of the one-page sub-filters among first_pages_ (Resident()), by sub-filter;
+  // nullptr for the others. Emptied with pages_ and when AddDirty moves the pages' bytes.
+  std::vector<const uint8_t*> resident_;
   std::vector<uint64_t> buckets_;  // cached SubFilterBuckets per sub-filter
   uint64_t dirty_pages_ = 0;
   uint64_t pages_loaded_ = 0;
