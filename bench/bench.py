@@ -39,6 +39,9 @@ HOST = "127.0.0.1"          # loopback only, always
 KEYSPACE = 4_000_000        # -r of redis-benchmark and capacity of the benchmark filter
 BATCH = 100                 # items per CF.MEXISTS / CF.INSERT / MGET / MSET in the batch tests
 FILL_LIMIT = 0.75           # reset a server before a write test would push it past this fill
+MANY_KEYS = 1000            # the many-keys tests: filters mk:<12 digits> (Redis: key:<12 digits>)
+MANY_CAPACITY = 100_000     # capacity of each of those filters
+MANY_PREFILL = 100          # items in each of them after a reset (every tenth of the -r range)
 
 
 class BenchError(Exception):
@@ -509,18 +512,38 @@ TESTS = [
 ]
 
 
+# The many-keys tests: a random key and a random item per command, over 1,000 filters (Redis:
+# 1,000 string keys), -r 1000.
+TESTS += [
+    dict(id="exists-keys", label=f"CF.EXISTS, {MANY_KEYS:,} keys", redis_label=f"GET, {MANY_KEYS:,} keys",
+         cuckood=["CF.EXISTS", "mk:__rand_int__", "__rand_int__"], redis=["GET", "key:__rand_int__"],
+         items=1, writes=False, dataset="keys", keyspace=MANY_KEYS, p99=False,
+         targets={1: ("ratio", 1.0), 16: ("ratio", 1.0)}),
+    dict(id="add-keys", label=f"CF.ADD, {MANY_KEYS:,} keys", redis_label=f"SET, {MANY_KEYS:,} keys",
+         cuckood=["CF.ADD", "mk:__rand_int__", "__rand_int__"], redis=["SET", "key:__rand_int__", "v"],
+         items=1, writes=True, dataset="keys", keyspace=MANY_KEYS, p99=False,
+         targets={1: ("ratio", 1.0), 16: ("ratio", 1.0)}),
+]
+
+
+def many_keys():
+    return ["mk:%012d" % i for i in range(MANY_KEYS)]
+
+
 class Side:
     """One benchmarked server and the fill state of its data set."""
 
-    def __init__(self, name, server, reset_fn):
+    def __init__(self, name, server, reset_fns):
         self.name = name
         self.server = server
-        self.reset_fn = reset_fn
+        self.reset_fns = reset_fns  # data set ("one", "keys") -> fill function
+        self.dataset = None
         self.added = None   # items written by benchmarks since the last reset; None = not filled
 
-    def reset(self, prefill):
+    def reset(self, prefill, dataset):
         t0 = time.monotonic()
-        self.reset_fn(self.server, prefill)
+        self.reset_fns[dataset](self.server, prefill)
+        self.dataset = dataset
         self.added = 0
         return time.monotonic() - t0
 
@@ -528,7 +551,7 @@ class Side:
 def reset_cuckood(server, prefill):
     c = server.client()
     try:
-        c.call("DEL", "bench")
+        c.call("DEL", "bench", *many_keys())
         c.call("CF.RESERVE", "bench", KEYSPACE)
     finally:
         c.close()
@@ -549,6 +572,33 @@ def reset_redis(server, prefill):
     stride = max(1, KEYSPACE // max(prefill, 1))
     batches = (mset_batch_bytes(i * stride, min(1000, prefill - i), stride) for i in range(0, prefill, 1000))
     pipelined_load(server.port, batches, b"+OK\r\n", check_ok_reply)
+
+
+def reset_cuckood_keys(server, prefill):
+    """1,000 filters of capacity 100,000, each with every tenth number of the -r range."""
+    c = server.client()
+    try:
+        c.call("DEL", "bench", *many_keys())
+    finally:
+        c.close()
+    reserves = (encode("CF.RESERVE", k, MANY_CAPACITY) for k in many_keys())
+    pipelined_load(server.port, reserves, b"+OK\r\n", check_ok_reply)
+    stride = MANY_KEYS // MANY_PREFILL
+    batches = (insert_batch_bytes(k, 0, MANY_PREFILL, stride) for k in many_keys())
+    _, failures = pipelined_load(server.port, batches, b"*%d\r\n" % MANY_PREFILL + b":1\r\n" * MANY_PREFILL,
+                                 check_insert_reply)
+    if failures:
+        raise BenchError(f"prefill of the many-keys filters: {failures} items did not fit")
+
+
+def reset_redis_keys(server, prefill):
+    """The 1,000 string keys the many-keys tests read and write."""
+    c = server.client()
+    try:
+        c.call("FLUSHALL")
+    finally:
+        c.close()
+    pipelined_load(server.port, [mset_batch_bytes(0, MANY_KEYS)], b"+OK\r\n", check_ok_reply)
 
 
 def fmt_int(x):
@@ -619,7 +669,8 @@ def run_compare(args, out_dir, cuckood_bin, info):
         ck.start()
         rd.start()
         log(f"cuckood pid {ck.proc.pid} on port {ck.port}; redis-server pid {rd.proc.pid} on port {rd.port}")
-        sides = {"cuckood": Side("cuckood", ck, reset_cuckood), "redis": Side("redis", rd, reset_redis)}
+        sides = {"cuckood": Side("cuckood", ck, {"one": reset_cuckood, "keys": reset_cuckood_keys}),
+                 "redis": Side("redis", rd, {"one": reset_redis, "keys": reset_redis_keys})}
         tests = [t for t in TESTS if not args.tests or t["id"] in args.tests]
         results = []   # one dict per redis-benchmark run
         t_start = time.monotonic()
@@ -637,13 +688,17 @@ def run_compare(args, out_dir, cuckood_bin, info):
                         # A write measurement starts from the fresh fill too (not from what the
                         # test's other pipeline depth wrote: 400,000 more random items can grow the
                         # filter a sub-filter, and the row would then measure a chain).
-                        if (side.added is None or (adds > 0 and side.added > 0)
+                        dataset = t.get("dataset", "one")
+                        if (side.added is None or side.dataset != dataset or (adds > 0 and side.added > 0)
                                 or args.prefill + side.added + adds > FILL_LIMIT * KEYSPACE):
-                            dt = side.reset(args.prefill)
-                            log(f"  {name}: reset + prefill of {args.prefill:,} items in {dt:.1f}s")
+                            dt = side.reset(args.prefill, dataset)
+                            if dataset == "one":
+                                log(f"  {name}: reset + prefill of {args.prefill:,} items in {dt:.1f}s")
+                            else:
+                                log(f"  {name}: reset + {MANY_KEYS:,} keys in {dt:.1f}s")
                         cmd = t["cuckood"] if name == "cuckood" else t["redis"]
                         raw = os.path.join(out_dir, f"r{rnd}-{name}-{t['id']}-P{P}.csv")
-                        r = redis_benchmark(args, side.server.port, cmd, n, P, KEYSPACE, raw)
+                        r = redis_benchmark(args, side.server.port, cmd, n, P, t.get("keyspace", KEYSPACE), raw)
                         side.server.check_alive()
                         side.added += adds
                         r.update(round=rnd, server=name, test=t["id"], P=P, requests=n,
@@ -692,7 +747,7 @@ def summarize(tests, args, results):
             else:
                 checks.append((f"≥ {fmt_items(value)} items/s", row["cuckood_items_per_s"] >= value,
                                f"{fmt_items(row['cuckood_items_per_s'])} items/s"))
-            if P == 1 and t["items"] == 1:
+            if P == 1 and t["items"] == 1 and t.get("p99", True):
                 checks.append(("p99 ≤ Redis", row["cuckood_p99_latency_ms"] <= row["redis_p99_latency_ms"],
                                f"p99 {row['cuckood_p99_latency_ms']:.3f} vs {row['redis_p99_latency_ms']:.3f} ms"))
             row["checks"] = checks
@@ -845,13 +900,13 @@ set xrange [-0.6:*]
 plot '{dat}' using 1:3:xtic(2) with boxes lc rgb '#4682b4' title 'ratio', \\
      '{dat}' using 1:3:5 with labels offset 0,0.7 notitle, \\
      '{dat}' using ($1-0.4):4:(0.8):(0) with vectors nohead lw 3 lc rgb '#d62728' title 'target'
-set title 'batch tests: cuckood items/s (absolute targets)'
+""" + (f"""set title 'batch tests: cuckood items/s (absolute targets)'
 set ylabel 'million items/s'
 set yrange [0:{ymax2:.3f}]
 plot '{dat2}' using 1:3:xtic(2) with boxes lc rgb '#2ca02c' title 'items/s', \\
      '{dat2}' using 1:3:5 with labels offset 0,0.7 notitle, \\
      '{dat2}' using ($1-0.4):4:(0.8):(0) with vectors nohead lw 3 lc rgb '#d62728' title 'target'
-unset multiplot
+""" if any(r["test"]["targets"][r["P"]][0] == "items" for r in rows) else "") + """unset multiplot
 """
     gp = os.path.join(out_dir, "results.gp")
     with open(gp, "w") as f:
