@@ -755,7 +755,7 @@ def summarize(tests, args, results):
     return rows
 
 
-def write_results_md(path, args, info, rows, results, elapsed, out_dir, command):
+def write_results_md(path, args, info, rows, results, elapsed, out_dir, command, chain_md=None):
     L = []
     L.append("# cuckood vs Redis: benchmark results")
     L.append("")
@@ -799,6 +799,19 @@ def write_results_md(path, args, info, rows, results, elapsed, out_dir, command)
     L.append("")
     L.append("![ratios](results.png)")
     L.append("")
+    if chain_md is None and os.path.exists(os.path.join(out_dir, "chain.md")):
+        with open(os.path.join(out_dir, "chain.md")) as f:
+            chain_md = f.read()
+    if chain_md:
+        L.append("## Long chains")
+        L.append("")
+        L.append("`bench/chain.py` (run once, after the rounds): one filter `CF.RESERVE chain 2 BUCKETSIZE 1 "
+                 "EXPANSION 1` grown to 1, 64, 4,096 and 65,535 sub-filters (two fingerprints each), with "
+                 "`cf-max-expansions 65535`; per item: `CF.INSERT` of 200 new items, `CF.MEXISTS` of 200 "
+                 "stored and of 200 absent items.")
+        L.append("")
+        L.append(chain_md.rstrip("\n"))
+        L.append("")
     L.append("## Per round")
     L.append("")
     L.append("| round | first | test | P | cuckood rps | redis rps | ratio | cuckood p99 | redis p99 |")
@@ -831,6 +844,10 @@ def write_results_md(path, args, info, rows, results, elapsed, out_dir, command)
              f"(`key:<12 digits>`, value `v`), so about {args.prefill / KEYSPACE:.0%} of the random "
              f"lookups hit on both. Both servers are emptied and re-filled before every test, and before "
              f"each pipeline depth of a write test, so every measurement starts from that state.")
+    L.append(f"- Many keys (the `{MANY_KEYS:,} keys` rows): `CF.RESERVE mk:<12 digits> {MANY_CAPACITY}` for "
+             f"{MANY_KEYS:,} keys, each with {MANY_PREFILL} items (every tenth number of the range); Redis gets "
+             f"the {MANY_KEYS:,} keys `key:<12 digits>`; redis-benchmark runs with `-r {MANY_KEYS}`, a random "
+             f"key and item per command. Refilled like the rows above.")
     L.append(f"- Rounds alternate which server goes first; within a round each test runs on both "
              f"servers back to back. Wall time of the measurements: {elapsed:.0f} s.")
     L.append(f"- Raw redis-benchmark CSV of every run: `{os.path.relpath(out_dir, REPO)}/` (not committed).")
@@ -1191,6 +1208,8 @@ def parse_args(argv):
                     help="where results.md/png and scale.md go")
     ap.add_argument("--no-docs", action="store_true", help="write the report only under --out")
     ap.add_argument("--no-plot", action="store_true", help="do not draw results.png")
+    ap.add_argument("--no-chain", action="store_true",
+                    help="skip the long-chain measurement (bench/chain.py; skipped by --quick too)")
     ap.add_argument("--tmp-dir", default=None, help="parent of the temporary data directories")
     ap.add_argument("--keep-data", action="store_true", help="keep the data directories")
     ap.add_argument("--report-from", metavar="DIR", default=None,
@@ -1276,8 +1295,15 @@ def main(argv):
 
     rows, results, elapsed = run_compare(args, out_dir, cuckood_bin, info)
     save_run(out_dir, args, info, elapsed, command)
+    chain_md = None
+    if not args.no_chain and not args.quick:
+        import chain  # (bench/chain.py)
+        log("long chains (bench/chain.py)")
+        chain_md = chain.markdown(chain.run(cuckood_bin, [1, 64, 4096, 65535]))
+        with open(os.path.join(out_dir, "chain.md"), "w") as f:
+            f.write(chain_md)
     md = os.path.join(docs, "results.md")
-    write_results_md(md, args, info, rows, results, elapsed, out_dir, command)
+    write_results_md(md, args, info, rows, results, elapsed, out_dir, command, chain_md)
     if want_plot:
         write_plot(os.path.join(docs, "results.png"), rows, out_dir)
     if docs != out_dir:
