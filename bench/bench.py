@@ -548,6 +548,15 @@ class Side:
         return time.monotonic() - t0
 
 
+def call_once(server, *args):
+    """One command on a connection of its own."""
+    c = server.client()
+    try:
+        return c.call(*args)
+    finally:
+        c.close()
+
+
 def reset_cuckood(server, prefill):
     c = server.client()
     try:
@@ -564,11 +573,7 @@ def reset_cuckood(server, prefill):
 
 
 def reset_redis(server, prefill):
-    c = server.client()
-    try:
-        c.call("FLUSHALL")
-    finally:
-        c.close()
+    call_once(server, "FLUSHALL")
     stride = max(1, KEYSPACE // max(prefill, 1))
     batches = (mset_batch_bytes(i * stride, min(1000, prefill - i), stride) for i in range(0, prefill, 1000))
     pipelined_load(server.port, batches, b"+OK\r\n", check_ok_reply)
@@ -576,11 +581,7 @@ def reset_redis(server, prefill):
 
 def reset_cuckood_keys(server, prefill):
     """1,000 filters of capacity 100,000, each with every tenth number of the -r range."""
-    c = server.client()
-    try:
-        c.call("DEL", "bench", *many_keys())
-    finally:
-        c.close()
+    call_once(server, "DEL", "bench", *many_keys())
     reserves = (encode("CF.RESERVE", k, MANY_CAPACITY) for k in many_keys())
     pipelined_load(server.port, reserves, b"+OK\r\n", check_ok_reply)
     stride = MANY_KEYS // MANY_PREFILL
@@ -593,11 +594,7 @@ def reset_cuckood_keys(server, prefill):
 
 def reset_redis_keys(server, prefill):
     """The 1,000 string keys the many-keys tests read and write."""
-    c = server.client()
-    try:
-        c.call("FLUSHALL")
-    finally:
-        c.close()
+    call_once(server, "FLUSHALL")
     pipelined_load(server.port, [mset_batch_bytes(0, MANY_KEYS)], b"+OK\r\n", check_ok_reply)
 
 
