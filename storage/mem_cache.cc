@@ -166,11 +166,12 @@ bool MemCache::Get(std::string_view key, std::optional<std::string>* value) {
 
 bool MemCache::GetShared(std::string_view key, Value* value, uint64_t* epoch) {
   Shard& s = ShardOf(key);
+  const uint64_t hash = Index::Hash(key);
   std::lock_guard lock(s.mu);
   if (epoch != nullptr) {
-    *epoch = s.epoch.load(std::memory_order_relaxed);
+    *epoch = EpochOf(s, hash).load(std::memory_order_relaxed);
   }
-  return Find(s, key, Index::Hash(key), value);
+  return Find(s, key, hash, value);
 }
 
 bool MemCache::Find(Shard& s, std::string_view key, uint64_t hash, Value* value) {
@@ -247,8 +248,9 @@ uint64_t MemCache::Sum(uint64_t Shard::*counter) const {
 
 uint64_t MemCache::Epoch(std::string_view key) {
   Shard& s = ShardOf(key);
+  const uint64_t hash = Index::Hash(key);
   std::lock_guard lock(s.mu);
-  return s.epoch;
+  return EpochOf(s, hash).load(std::memory_order_relaxed);
 }
 
 void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value, bool replace) {
@@ -289,12 +291,13 @@ void MemCache::Fill(std::string_view key, std::optional<std::string> value, uint
 
 void MemCache::Fill(std::string_view key, Value value, uint64_t epoch) {
   Shard& s = ShardOf(key);
+  const uint64_t hash = Index::Hash(key);
   std::lock_guard lock(s.mu);
-  if (s.epoch != epoch) {
-    return;  // a writer changed this shard since the caller read RocksDB
+  if (EpochOf(s, hash).load(std::memory_order_relaxed) != epoch) {
+    return;  // a writer changed this key since the caller read RocksDB
   }
   // (Filled by another reader meanwhile: kept, since a section may have borrowed it.)
-  Insert(s, key, Index::Hash(key), std::move(value), /*replace=*/false);
+  Insert(s, key, hash, std::move(value), /*replace=*/false);
 }
 
 void MemCache::Put(std::string_view key, std::optional<std::string> value) {
@@ -303,16 +306,17 @@ void MemCache::Put(std::string_view key, std::optional<std::string> value) {
 
 void MemCache::Put(std::string_view key, Value value) {
   Shard& s = ShardOf(key);
+  const uint64_t hash = Index::Hash(key);
   std::lock_guard lock(s.mu);
-  ++s.epoch;
-  Insert(s, key, Index::Hash(key), std::move(value), /*replace=*/true);
+  EpochOf(s, hash).fetch_add(1, std::memory_order_release);
+  Insert(s, key, hash, std::move(value), /*replace=*/true);
 }
 
 void MemCache::Erase(std::string_view key) {
   Shard& s = ShardOf(key);
-  std::lock_guard lock(s.mu);
-  ++s.epoch;
   const uint64_t hash = Index::Hash(key);
+  std::lock_guard lock(s.mu);
+  EpochOf(s, hash).fetch_add(1, std::memory_order_release);
   if (EntryIt* found = s.index.Find(hash, key)) {
     const EntryIt entry = *found;
     s.bytes -= Cost(*entry);
@@ -325,7 +329,9 @@ void MemCache::Erase(std::string_view key) {
 void MemCache::Clear() {
   for (auto& s : shards_) {
     std::lock_guard lock(s->mu);
-    ++s->epoch;
+    for (auto& e : s->epochs) {
+      e.fetch_add(1, std::memory_order_release);
+    }
     s->index.Clear();
     for (auto& e : s->lru) {
       Retire(*s, std::move(e.value));

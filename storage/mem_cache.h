@@ -12,6 +12,7 @@
 // shared (storage/locks.h).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <list>
@@ -68,16 +69,19 @@ class MemCache {
   // GetShared of several keys at once, taking each shard's lock once: found[i] tells whether
   // keys[i] was cached, values[i] is its value then.
   void GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found);
-  // The write counter of the key's shard, read without the shard's lock: it changes with every
-  // Put, Erase and Clear of the shard. A value read from the cache (or from RocksDB, with the
-  // counter taken before) is still the key's value while the counter is unchanged; a caller
-  // that holds the key's stripe lock sees every change committed before it took the stripe.
+  // The write counter of the key, read without the shard's lock: it changes with every Put and
+  // Erase of the key and with every Clear (a counter serves the keys of one of kEpochsPerShard
+  // groups of its shard, so it also changes with some other keys' writes). A value read from
+  // the cache (or from RocksDB, with the counter taken before) is still the key's value while
+  // the counter is unchanged; a caller that holds the key's stripe lock sees every change
+  // committed before it took the stripe. (Per key rather than per shard: with many keys
+  // written, a shard's counter changed too often for a caller's decoded copy of a key to last.)
   uint64_t Version(std::string_view key) {
-    return ShardOf(key).epoch.load(std::memory_order_acquire);
+    return EpochOf(ShardOf(key), Index::Hash(key)).load(std::memory_order_acquire);
   }
   // Tells this cache apart from any other (one made later at the same address).
   uint64_t id() const { return id_; }
-  // The shard's write counter, to pass to Fill after reading RocksDB.
+  // The key's write counter (see Version), to pass to Fill after reading RocksDB.
   uint64_t Epoch(std::string_view key);
   void Fill(std::string_view key, std::optional<std::string> value, uint64_t epoch);
   void Fill(std::string_view key, Value value, uint64_t epoch);
@@ -106,6 +110,7 @@ class MemCache {
     std::string_view operator()(EntryIt it) const { return it->key; }
   };
   using Index = HashIndex<EntryIt, EntryKey>;
+  static constexpr size_t kEpochsPerShard = 64;
   struct Shard {
     std::mutex mu;
     // Values dropped while a section may have borrowed them, with the section epoch of the drop.
@@ -114,7 +119,9 @@ class MemCache {
     std::list<Entry> lru;  // front = most recent
     Index index;
     uint64_t bytes = 0;
-    std::atomic<uint64_t> epoch{0};  // written under mu, read also without it (Version)
+    // The write counters of the shard's keys, by key hash (EpochOf): written under mu, read
+    // also without it (Version).
+    std::array<std::atomic<uint64_t>, kEpochsPerShard> epochs{};
     uint64_t hits = 0;  // (counted per shard, under mu: no counter shared by every thread)
     uint64_t misses = 0;
     uint64_t inserts = 0;  // entries inserted or replaced so far
@@ -125,6 +132,10 @@ class MemCache {
   // A lookup in shard s, whose lock the caller holds (counts the hit or miss).
   static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }
+  // (The hash's high bits: its low bits place the key in the shard's index.)
+  static std::atomic<uint64_t>& EpochOf(Shard& s, uint64_t hash) {
+    return s.epochs[(hash >> 40) % kEpochsPerShard];
+  }
   size_t ShardIndex(std::string_view key) const;
   // Adds or (replace) replaces key's value, then evicts down to the shard's capacity.
   void Insert(Shard& s, std::string_view key, uint64_t hash, Value value, bool replace);
