@@ -135,7 +135,7 @@ TEST_CASE("MemCache: GetSharedMany answers as GetShared does, key by key", "[mem
   CHECK(cache.misses() - misses == 2 * (keys.size() - expect_hits));
 }
 
-TEST_CASE("MemCache: Version changes with every write of the key's shard", "[mem_cache]") {
+TEST_CASE("MemCache: Version changes with every write of the key", "[mem_cache]") {
   MemCache cache(1 << 20, 4);
   MemCache other(1 << 20, 4);
   CHECK(cache.id() != other.id());
@@ -156,6 +156,30 @@ TEST_CASE("MemCache: Version changes with every write of the key's shard", "[mem
   CHECK(v2 != v1);
   cache.Clear();
   CHECK(cache.Version("k") != v2);
+}
+
+TEST_CASE("MemCache: most keys' versions outlast the writes of other keys of their shard",
+          "[mem_cache]") {
+  MemCache cache(1 << 20, 1);  // (one shard: every key shares it)
+  std::vector<std::string> keys;
+  std::vector<uint64_t> before;
+  for (int i = 0; i < 1000; ++i) {
+    keys.push_back("mkey:" + std::to_string(i));
+    before.push_back(cache.Version(keys.back()));
+  }
+  cache.Put(keys[0], std::make_shared<std::string>("written"));
+  CHECK(cache.Version(keys[0]) != before[0]);
+  int unchanged = 0;
+  for (size_t i = 1; i < keys.size(); ++i) {
+    unchanged += cache.Version(keys[i]) == before[i] ? 1 : 0;
+  }
+  // A counter serves 1/64 of a shard's keys: a write leaves the others' versions as they were.
+  CHECK(unchanged >= 900);
+  CHECK(unchanged < 999);  // (and some keys do share the written key's counter)
+  cache.Clear();
+  for (size_t i = 1; i < keys.size(); ++i) {
+    CHECK(cache.Version(keys[i]) != before[i]);
+  }
 }
 
 TEST_CASE("MemCache: concurrent readers and writers", "[mem_cache]") {
