@@ -64,7 +64,7 @@ class MemCache {
   // true on a hit; *value is the cached value, nullopt = known absent.
   bool Get(std::string_view key, std::optional<std::string>* value);
   // The same without copying the value: it is shared (immutable) with the cache. epoch (if not
-  // null) receives the shard's write counter read with the value (see Version).
+  // null) receives the key's write counter read with the value (see Version).
   bool GetShared(std::string_view key, Value* value, uint64_t* epoch = nullptr);
   // GetShared of several keys at once, taking each shard's lock once: found[i] tells whether
   // keys[i] was cached, values[i] is its value then.

@@ -5,7 +5,7 @@
 // applied batches here: every key a batch touches is erased from it while the stripes of the
 // keys' owners are held exclusively (readers hold them shared), so a reader sees either every
 // change of a batch or none, and a reader that filled the cache from RocksDB before the write is
-// refused by the cache's shard counters (MemCache::Fill).
+// refused by the cache's write counters (MemCache::Fill).
 //
 // A filter that the primary writes in several batches (RESTORE, COPY, MOVE) sends its pages
 // before its metadata, under a version the primary pins from its compaction filter; the replica
