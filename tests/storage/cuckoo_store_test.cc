@@ -1,5 +1,6 @@
 // Cuckoo filter operations of Db (storage/cuckoo_store.cc): RESERVE, ADD/INSERT, EXISTS/COUNT,
 // DEL, COMPACT, INFO, lazy pages, the page layout, corruption handling and versions.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <deque>
@@ -743,6 +744,79 @@ TEST_CASE("lookups see every change of the filter's metadata at once", "[cuckoo]
   // Another type under a filter's old name answers 0, as a missing key does.
   REQUIRE(db.SetString(0, "h", "c", 0, false).ok());
   CHECK_FALSE(exists("h", "c"));
+}
+
+TEST_CASE("lookups over many keys see every other thread's write of each key", "[cuckoo][meta]") {
+  // A lookup thread keeps the decoded metadata of many keys (one slot each for most of 1,000
+  // keys); a writer on another thread then grows some of the filters into more sub-filters and
+  // re-creates others (a new version, new pages). Each change must reach the lookup thread's next
+  // lookup of that key: items stored in a new sub-filter or under the new version are found
+  // (a lookup with the old metadata misses them; only present items are checked, since a
+  // cuckoo filter may report an absent one). Keys nobody wrote keep answering.
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings = SmallPages(64);
+  const InsertOptions add{.nx = false, .no_create = true, .capacity = 0};
+  constexpr int kKeys = 1000;
+  auto key = [](int i) { return "mk:" + std::to_string(i); };
+  for (int i = 0; i < kKeys; ++i) {
+    REQUIRE(db.CfReserve(kAlone, 0, key(i), Reserve(64), settings).ok());
+    REQUIRE(db.CfInsert(kAlone, 0, key(i), {"base"}, add, settings).ok());
+  }
+  const auto grow = Items::Make("fill-", 0, 200);  // more than a 64-item filter holds
+  auto written = [](int i) { return i % 7 == 0; };
+  int wrong = 0;  // (Catch2 is not thread-safe: counted here, checked after the joins)
+  auto lookup_all = [&](bool after_writes) {
+    for (int i = 0; i < kKeys; ++i) {
+      if (!after_writes || !written(i)) {
+        auto r = db.CfLookup(kAlone, 0, key(i), {"base"}, false);
+        wrong += !r.ok() || *r != std::vector<uint64_t>{1} ? 1 : 0;
+        continue;
+      }
+      std::vector<std::string_view> items = {"new"};
+      if (i % 14 != 0) {
+        items.insert(items.end(), grow.views.begin(), grow.views.end());
+      }
+      auto r = db.CfLookup(kAlone, 0, key(i), items, false);
+      wrong += !r.ok() || *r != std::vector<uint64_t>(items.size(), 1) ? 1 : 0;
+    }
+  };
+  // One reader thread for both rounds (its slots are thread-local), waiting for the writer.
+  std::atomic<bool> read_all{false};
+  std::atomic<bool> written_all{false};
+  int wrong_before = 0;
+  std::thread reader([&] {
+    lookup_all(false);  // (fills the reader's slots)
+    wrong_before = wrong;
+    read_all.store(true);
+    while (!written_all.load()) {
+      std::this_thread::yield();
+    }
+    lookup_all(true);
+  });
+  std::thread writer([&] {
+    while (!read_all.load()) {
+      std::this_thread::yield();
+    }
+    for (int i = 0; i < kKeys; ++i) {
+      if (!written(i)) {
+        continue;
+      }
+      if (i % 14 == 0) {  // re-created under the same name
+        (void)db.Delete(0, key(i));
+        (void)db.CfReserve(kAlone, 0, key(i), Reserve(64), settings);
+      } else {
+        (void)db.CfInsert(kAlone, 0, key(i), grow.views, add, settings);
+      }
+      (void)db.CfInsert(kAlone, 0, key(i), {"new"}, add, settings);
+    }
+    written_all.store(true);
+  });
+  writer.join();
+  reader.join();
+  CHECK(wrong_before == 0);
+  CHECK(wrong - wrong_before == 0);
+  CHECK(db.CfInfo(kAlone, 0, key(7))->cuckoo.filter.num_filters > 1);
 }
 
 TEST_CASE("a new Db does not see the metadata an earlier one decoded", "[cuckoo][meta]") {
