@@ -253,10 +253,8 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
     found = std::make_unique<bool[]>(wanted);
     found_size = wanted;
   }
-  if (wanted <= 4) {
-    for (size_t j = 0; j < wanted; ++j) {
-      found[j] = mem_.GetShared(views[j], &values[j]);
-    }
+  if (wanted <= MemCache::kFewKeys) {
+    mem_.GetSharedFew(views, values.data(), found.get());
   } else {
     mem_.GetSharedMany(views, values.data(), found.get());
   }

@@ -8,6 +8,7 @@
 // Not thread-safe. KeyOf(value) returns the value's key as a string_view.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <string_view>
@@ -44,6 +45,27 @@ class HashIndex {
   void Prefetch(uint64_t hash) const {
     if (!slots_.empty()) {
       __builtin_prefetch(&slots_[hash & mask_]);
+    }
+  }
+
+  // Prefetch without the index's lock (the slot array may be replaced meanwhile: the address is
+  // only hinted to the CPU, never read).
+  void PrefetchUnlocked(uint64_t hash) const {
+    const Slot* base = base_.load(std::memory_order_relaxed);
+    if (base != nullptr) {
+      __builtin_prefetch(base + (hash & mask_unlocked_.load(std::memory_order_relaxed)));
+    }
+  }
+
+  // Calls f(value) with the value in the slot a lookup of this hash starts at, if that slot
+  // holds this hash (to prefetch what the value points at, once the slot itself is loaded).
+  template <class F>
+  void PeekHome(uint64_t hash, F&& f) const {
+    if (!slots_.empty()) {
+      const Slot& s = slots_[hash & mask_];
+      if (s.hash == hash) {
+        f(s.value);
+      }
     }
   }
 
@@ -114,6 +136,8 @@ class HashIndex {
     old.swap(slots_);
     slots_.resize(old.empty() ? 16 : old.size() * 2);
     mask_ = slots_.size() - 1;
+    mask_unlocked_.store(mask_, std::memory_order_relaxed);
+    base_.store(slots_.data(), std::memory_order_relaxed);
     for (Slot& s : old) {
       if (s.hash != 0) {
         Place(s.hash, std::move(s.value));
@@ -124,6 +148,9 @@ class HashIndex {
   std::vector<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
+  // slots_.data() and mask_ for PrefetchUnlocked (a stale pair only hints a wrong address)
+  std::atomic<const Slot*> base_{nullptr};
+  std::atomic<size_t> mask_unlocked_{0};
 };
 
 }  // namespace cuckood::storage

@@ -124,8 +124,22 @@ MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
   }
 }
 
+MemCache::Entry::Entry(std::string_view k, uint64_t h, Value v, uint64_t inserts)
+    : key_size(static_cast<uint32_t>(k.size())),
+      stamp(static_cast<uint32_t>(inserts)),
+      value(std::move(v)),
+      hash(h) {
+  char* to = inline_key;
+  if (k.size() > kInlineKey) {
+    long_key = std::make_unique<char[]>(k.size());
+    to = long_key.get();
+  }
+  std::memcpy(to, k.data(), k.size());
+}
+
 uint64_t MemCache::Cost(const Entry& e) {
-  return e.key.size() + (e.value ? e.value->size() : 0) + 64;  // 64: list node + index slots
+  // 64: the index's slots; the node is two cache lines, plus the key when it does not fit in
+  return (e.key_size > kInlineKey ? e.key_size : 0) + (e.value ? e.value->size() : 0) + 128 + 64;
 }
 
 size_t MemCache::ShardIndex(std::string_view key) const {
@@ -144,10 +158,11 @@ size_t MemCache::ShardIndex(std::string_view key) const {
   return tail % shards_.size();
 }
 
-void MemCache::Touch(Shard& s, std::list<Entry>::iterator it) {
-  if (s.inserts - it->stamp > s.index.size() / 4) {
+void MemCache::Touch(Shard& s, EntryIt it) {
+  // (32-bit stamps: a wrapped difference only moves an entry early)
+  if (static_cast<uint32_t>(static_cast<uint32_t>(s.inserts) - it->stamp) > s.index.size() / 4) {
     s.lru.splice(s.lru.begin(), s.lru, it);
-    it->stamp = s.inserts;
+    it->stamp = static_cast<uint32_t>(s.inserts);
   }
 }
 
@@ -225,6 +240,15 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     for (size_t p = pos; p < end; ++p) {
       s.index.Prefetch(hashes[order[p]]);
     }
+    // ... then their entries (where a key sits in its home slot: nearly always).
+    if (end - pos > 1) {
+      for (size_t p = pos; p < end; ++p) {
+        s.index.PeekHome(hashes[order[p]], [](EntryIt it) {
+          __builtin_prefetch(&*it);
+          __builtin_prefetch(&it->value);
+        });
+      }
+    }
     for (; pos < end; ++pos) {
       const uint32_t i = order[pos];
       found[i] = Find(s, keys[i], hashes[i], &values[i]);
@@ -234,6 +258,51 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     std::vector<uint32_t>().swap(shard_of);
     std::vector<uint32_t>().swap(order);
     std::vector<uint64_t>().swap(hashes);
+  }
+}
+
+void MemCache::GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found) {
+  const size_t n = keys.size();
+  if (n > kFewKeys) {
+    GetSharedMany(keys, values, found);
+    return;
+  }
+  uint32_t shard_of[kFewKeys];
+  uint64_t hashes[kFewKeys];
+  uint32_t order[kFewKeys];
+  for (size_t i = 0; i < n; ++i) {
+    shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
+    hashes[i] = Index::Hash(keys[i]);
+    shards_[shard_of[i]]->index.PrefetchUnlocked(hashes[i]);
+    order[i] = static_cast<uint32_t>(i);
+  }
+  // (an insertion sort of a few keys by shard; every shard's lock is taken once, in shard order:
+  // no other caller holds more than one shard lock, so this cannot deadlock)
+  for (size_t i = 1; i < n; ++i) {
+    for (size_t j = i; j > 0 && shard_of[order[j - 1]] > shard_of[order[j]]; --j) {
+      std::swap(order[j - 1], order[j]);
+    }
+  }
+  for (size_t p = 0; p < n; ++p) {
+    if (p == 0 || shard_of[order[p]] != shard_of[order[p - 1]]) {
+      shards_[shard_of[order[p]]]->mu.lock();
+    }
+  }
+  for (size_t p = 0; p < n; ++p) {
+    const uint32_t i = order[p];
+    shards_[shard_of[i]]->index.PeekHome(hashes[i], [](EntryIt it) {
+      __builtin_prefetch(&*it);
+      __builtin_prefetch(&it->value);
+    });
+  }
+  for (size_t p = 0; p < n; ++p) {
+    const uint32_t i = order[p];
+    found[i] = Find(*shards_[shard_of[i]], keys[i], hashes[i], &values[i]);
+  }
+  for (size_t p = n; p-- > 0;) {
+    if (p == 0 || shard_of[order[p]] != shard_of[order[p - 1]]) {
+      shards_[shard_of[order[p]]]->mu.unlock();
+    }
   }
 }
 
@@ -270,16 +339,16 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
     RecycleValue(std::exchange(it->value, std::move(value)));
     s.bytes += Cost(*it);
     s.lru.splice(s.lru.begin(), s.lru, it);
-    it->stamp = s.inserts;
+    it->stamp = static_cast<uint32_t>(s.inserts);
   } else {
-    s.lru.push_front(Entry{std::string(key), hash, std::move(value), s.inserts});
+    s.lru.emplace_front(key, hash, std::move(value), s.inserts);
     s.index.Insert(hash, s.lru.begin());
     s.bytes += Cost(s.lru.front());
   }
   while (s.bytes > shard_capacity_ && !s.lru.empty()) {
     auto& victim = s.lru.back();
     s.bytes -= Cost(victim);
-    s.index.Erase(victim.hash, victim.key);
+    s.index.Erase(victim.hash, victim.key());
     Retire(s, std::move(victim.value));
     s.lru.pop_back();
   }

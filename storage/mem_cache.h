@@ -18,6 +18,7 @@
 #include <list>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <optional>
 #include <span>
 #include <string>
@@ -60,6 +61,8 @@ class MemCache {
     ReadSection& operator=(const ReadSection&) = delete;
   };
   static constexpr size_t kSectionSlots = 256;
+  // Keys up to this long are kept in their entry's node (see Entry), longer ones beside it.
+  static constexpr size_t kInlineKey = 72;
 
   // true on a hit; *value is the cached value, nullopt = known absent.
   bool Get(std::string_view key, std::optional<std::string>* value);
@@ -69,6 +72,11 @@ class MemCache {
   // GetShared of several keys at once, taking each shard's lock once: found[i] tells whether
   // keys[i] was cached, values[i] is its value then.
   void GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found);
+  // The same for a few keys (at most kFewKeys, e.g. a single-item command's candidate pages):
+  // their shards' locks are taken together, in shard order, so the cache misses of the keys'
+  // index slots and entries overlap instead of following one another.
+  static constexpr size_t kFewKeys = 8;
+  void GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found);
   // The write counter of the key, read without the shard's lock: it changes with every Put and
   // Erase of the key and with every Clear (a counter serves the keys of one of kEpochsPerShard
   // groups of its shard, so it also changes with some other keys' writes). A value read from
@@ -99,15 +107,46 @@ class MemCache {
   uint64_t capacity() const { return capacity_; }
 
  private:
+  // An entry is the value of one list node, which is allocated on a cache line (EntryAlloc):
+  // the key's length, its bytes (up to kInlineKey of them) and the LRU stamp sit in the node's
+  // first line, the value in its second. A lookup reads the index slot, then both lines at once
+  // (Find prefetches the second while it compares the key): with the key in a heap buffer of
+  // its own, a lookup waited for the slot, the node and the key one after the other, each
+  // usually a cache miss once the cache outgrows the CPU's.
   struct Entry {
-    std::string key;
-    uint64_t hash = 0;  // Index::Hash(key)
+    Entry(std::string_view k, uint64_t h, Value v, uint64_t inserts);
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+    std::string_view key() const {
+      return {key_size <= kInlineKey ? inline_key : long_key.get(), key_size};
+    }
+    uint32_t key_size;
+    uint32_t
+        stamp;  // the shard's insert count (low 32 bits) when the entry last moved to the front
+    char inline_key[kInlineKey];
     Value value;
-    uint64_t stamp = 0;  // the shard's insert count when the entry last moved to the front
+    uint64_t hash;                     // Index::Hash(key)
+    std::unique_ptr<char[]> long_key;  // a key longer than kInlineKey
   };
-  using EntryIt = std::list<Entry>::iterator;
+  template <class T>
+  struct EntryAlloc {
+    using value_type = T;
+    EntryAlloc() = default;
+    template <class U>
+    EntryAlloc(const EntryAlloc<U>&) {}
+    T* allocate(size_t n) {
+      return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{64}));
+    }
+    void deallocate(T* p, size_t) { ::operator delete (p, std::align_val_t{64}); }
+    bool operator==(const EntryAlloc&) const { return true; }
+  };
+  using EntryList = std::list<Entry, EntryAlloc<Entry>>;
+  using EntryIt = EntryList::iterator;
   struct EntryKey {
-    std::string_view operator()(EntryIt it) const { return it->key; }
+    std::string_view operator()(EntryIt it) const {
+      __builtin_prefetch(&it->value);  // (the second line, loaded while the key is compared)
+      return it->key();
+    }
   };
   using Index = HashIndex<EntryIt, EntryKey>;
   static constexpr size_t kEpochsPerShard = 64;
@@ -116,7 +155,7 @@ class MemCache {
     // Values dropped while a section may have borrowed them, with the section epoch of the drop.
     std::vector<std::pair<uint64_t, Value>> retired;
     uint64_t retired_bytes = 0;
-    std::list<Entry> lru;  // front = most recent
+    EntryList lru;  // front = most recent
     Index index;
     uint64_t bytes = 0;
     // The write counters of the shard's keys, by key hash (EpochOf): written under mu, read
@@ -128,7 +167,7 @@ class MemCache {
   };
   // A hit moves its entry to the front only when a quarter of the shard has been inserted since
   // it last moved there: hot entries stay near the front without a list splice on every hit.
-  static void Touch(Shard& s, std::list<Entry>::iterator it);
+  static void Touch(Shard& s, EntryIt it);
   // A lookup in shard s, whose lock the caller holds (counts the hit or miss).
   static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }

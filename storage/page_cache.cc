@@ -359,21 +359,37 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
       return;
     }
     want.resize(kept);
-  } else if (mem_ != nullptr) {
-    // The same for one page.
+  } else if (mem_ != nullptr && !want.empty()) {
+    // The same for a few pages (a single-item command's two): their lookups' cache misses
+    // overlap (MemCache::GetSharedFew).
+    thread_local std::string key_bytes;
+    std::pair<uint32_t, uint64_t> asked[4];
+    size_t n = 0;
+    key_bytes.clear();
+    for (auto fp : want) {
+      // (each page once, and none already here)
+      if (Loaded(fp.first, fp.second) || std::find(asked, asked + n, fp) != asked + n) {
+        continue;
+      }
+      asked[n++] = fp;
+      key_bytes.append(CacheKeyOf(fp.first, fp.second));
+    }
+    std::string_view views[4];
+    MemCache::Value values[4];
+    bool found[4] = {};
+    const size_t len = n == 0 ? 0 : key_bytes.size() / n;  // (same length for every page)
+    for (size_t i = 0; i < n; ++i) {
+      views[i] = std::string_view(key_bytes.data() + i * len, len);
+    }
+    mem_->GetSharedFew(std::span<const std::string_view>(views, n), values, found);
     size_t kept = 0;
-    for (auto [f, page] : want) {
-      if (Loaded(f, page)) {
-        continue;
+    for (size_t i = 0; i < n; ++i) {
+      auto [f, page] = asked[i];
+      if (!found[i]) {
+        want[kept++] = asked[i];  // (Load asks the write group)
+      } else if (Install(f, page, std::move(values[i])) == nullptr) {
+        return;
       }
-      MemCache::Value cached;
-      if (mem_->GetShared(CacheKeyOf(f, page), &cached)) {  // (Load asks the write group)
-        if (Install(f, page, std::move(cached)) == nullptr) {
-          return;
-        }
-        continue;
-      }
-      want[kept++] = {f, page};
     }
     want.resize(kept);
   }

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <memory>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -133,6 +134,121 @@ TEST_CASE("MemCache: GetSharedMany answers as GetShared does, key by key", "[mem
   // GetShared above counted as many again.
   CHECK(cache.hits() - hits == 2 * expect_hits);
   CHECK(cache.misses() - misses == 2 * (keys.size() - expect_hits));
+}
+
+TEST_CASE("MemCache: GetSharedFew answers as GetShared does, for any few keys", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);  // (4 shards: keys of one shard in most calls)
+  for (int i = 0; i < 40; i += 2) {
+    cache.Put(PageKey(i), std::make_shared<std::string>("v" + std::to_string(i)));
+  }
+  cache.Put(PageKey(1), MemCache::Value());               // known absent
+  for (size_t n = 1; n <= MemCache::kFewKeys + 1; ++n) {  // (one more: GetSharedMany's path)
+    for (int start = 0; start < 8; ++start) {
+      std::vector<std::string> owned;
+      for (size_t j = 0; j < n; ++j) {
+        owned.push_back(PageKey(static_cast<int>((start + j * 3) % 12)));
+      }
+      if (n > 2) {
+        owned[n - 1] = owned[0];  // one key twice
+      }
+      std::vector<std::string_view> keys(owned.begin(), owned.end());
+      std::vector<MemCache::Value> values(n);
+      auto found = std::make_unique<bool[]>(n);
+      const uint64_t hits = cache.hits();
+      const uint64_t misses = cache.misses();
+      cache.GetSharedFew(keys, values.data(), found.get());
+      uint64_t expect_hits = 0;
+      for (size_t j = 0; j < n; ++j) {
+        MemCache::Value one;
+        const uint64_t before = cache.hits();
+        const bool hit = cache.GetShared(keys[j], &one);
+        CHECK(cache.hits() - before == (hit ? 1 : 0));
+        CHECK(found[j] == hit);
+        expect_hits += hit ? 1 : 0;
+        if (hit) {
+          CHECK(values[j] == one);
+        }
+      }
+      // every key asked once, each counted once (and again by the GetShared above)
+      CHECK(cache.hits() - hits == 2 * expect_hits);
+      CHECK(cache.misses() - misses == 2 * (n - expect_hits));
+    }
+  }
+}
+
+TEST_CASE("MemCache: keys longer than an entry holds inline", "[mem_cache]") {
+  MemCache cache(1 << 20, 4);
+  const std::string base(MemCache::kInlineKey - 2, 'k');
+  std::vector<std::string> keys;
+  for (size_t extra = 0; extra < 6; ++extra) {  // lengths around the inline limit
+    for (char c : {'a', 'b'}) {
+      keys.push_back(base + std::string(extra, 'x') + c);  // (same first 70 bytes)
+    }
+  }
+  keys.push_back(std::string(5000, 'L'));
+  for (size_t i = 0; i < keys.size(); ++i) {
+    cache.Put(keys[i], std::make_shared<std::string>(std::to_string(i)));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    MemCache::Value got;
+    REQUIRE(cache.GetShared(keys[i], &got));
+    CHECK(*got == std::to_string(i));
+  }
+  MemCache::Value got;
+  CHECK_FALSE(cache.GetShared(base + "xxxxxxc", &got));
+  // A long key's bytes count against the capacity; erased, it is gone.
+  const uint64_t with = cache.bytes();
+  cache.Erase(keys.back());
+  CHECK_FALSE(cache.GetShared(keys.back(), &got));
+  CHECK(with - cache.bytes() >= 5000);
+  cache.Clear();
+  CHECK(cache.bytes() == 0);
+}
+
+TEST_CASE("MemCache: GetSharedFew while writers grow, replace and erase entries", "[mem_cache]") {
+  MemCache cache(256 << 10, 4);  // (small: evictions; the indices grow from empty)
+  std::atomic<bool> stop{false};
+  std::atomic<int> wrong{0};
+  std::thread writer([&] {
+    for (int i = 0; i < 30000; ++i) {
+      const std::string key = PageKey((i * 13) % 3000);
+      if (i % 5 == 4) {
+        cache.Erase(key);
+      } else {
+        cache.Put(key, std::make_shared<std::string>(key + std::string(i % 7 * 100, '.')));
+      }
+    }
+    stop = true;
+  });
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 2; ++t) {
+    readers.emplace_back([&, t] {
+      MemCache::ReadSection section;  // (borrowed values, as lookups take them)
+      std::string owned[4];
+      std::string_view keys[4];
+      MemCache::Value values[4];
+      bool found[4];
+      for (int i = 0; !stop; ++i) {
+        for (int j = 0; j < 4; ++j) {
+          owned[j] = PageKey((i * 7 + j * 11 + t) % 3000);
+          keys[j] = owned[j];
+        }
+        cache.GetSharedFew(std::span<const std::string_view>(keys, 1 + i % 4), values, found);
+        for (int j = 0; j < 1 + i % 4; ++j) {
+          if (found[j] && values[j] && values[j]->compare(0, owned[j].size(), owned[j]) != 0) {
+            wrong.fetch_add(1);
+          }
+          values[j] = nullptr;
+        }
+      }
+    });
+  }
+  writer.join();
+  for (auto& th : readers) {
+    th.join();
+  }
+  CHECK(wrong.load() == 0);
+  CHECK(cache.bytes() <= (256 << 10));
 }
 
 TEST_CASE("MemCache: Version changes with every write of the key", "[mem_cache]") {
