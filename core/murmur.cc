@@ -2,17 +2,22 @@
 // description in redisbloom-cf-reference.md §2.1.
 #include "core/murmur.h"
 
+#include <bit>
+#include <cstring>
+
 namespace cuckood::core {
 namespace {
 
 constexpr uint64_t kMul = 0xc6a4a7935bd1e995ULL;
 constexpr int kShift = 47;
 
-// Blocks are read little-endian whatever the host order, so dumps are portable.
+// Blocks are read little-endian whatever the host order, so dumps are portable. (One load: g++
+// 12 kept a byte-by-byte loop as written, which made hashing a large item ~4× slower.)
 uint64_t LoadLe64(const unsigned char* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i) {
-    v = (v << 8) | p[i];
+  uint64_t v;
+  std::memcpy(&v, p, sizeof v);
+  if constexpr (std::endian::native == std::endian::big) {
+    v = __builtin_bswap64(v);
   }
   return v;
 }

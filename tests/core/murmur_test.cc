@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <string>
+#include <vector>
 
 #include "core/filter.h"
 
@@ -80,4 +81,46 @@ TEST_CASE("The empty item hashes to 0 with fingerprint 1", "[murmur]") {
   const ItemHash h = HashItem(std::string_view());
   CHECK(h.hash == 0);
   CHECK(h.fp == 1);
+}
+
+TEST_CASE("MurmurHash64A of long buffers matches the algorithm written byte by byte", "[murmur]") {
+  // An independent statement of the algorithm: each 8-byte block assembled from its bytes.
+  auto reference = [](const unsigned char* p, size_t len) {
+    const uint64_t m = 0xc6a4a7935bd1e995ULL;
+    uint64_t h = len * m;
+    size_t i = 0;
+    for (; i + 8 <= len; i += 8) {
+      uint64_t k = 0;
+      for (size_t b = 0; b < 8; ++b) {
+        k |= static_cast<uint64_t>(p[i + b]) << (8 * b);
+      }
+      k *= m;
+      k ^= k >> 47;
+      k *= m;
+      h = (h ^ k) * m;
+    }
+    if (i < len) {
+      for (size_t b = 0; i + b < len; ++b) {
+        h ^= static_cast<uint64_t>(p[i + b]) << (8 * b);
+      }
+      h *= m;
+    }
+    h ^= h >> 47;
+    h *= m;
+    return h ^ (h >> 47);
+  };
+  std::vector<unsigned char> data(70000);
+  uint64_t x = 88172645463325252ULL;
+  for (auto& c : data) {
+    x ^= x << 13;
+    x ^= x >> 7;
+    x ^= x << 17;
+    c = static_cast<unsigned char>(x);
+  }
+  for (size_t len : {8u, 9u, 63u, 64u, 1000u, 4097u, 69990u}) {
+    for (size_t offset : {0u, 1u, 3u, 7u}) {
+      INFO("length " << len << ", offset " << offset);
+      CHECK(MurmurHash64A(data.data() + offset, len, 0) == reference(data.data() + offset, len));
+    }
+  }
 }
