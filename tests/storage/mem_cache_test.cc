@@ -223,7 +223,9 @@ TEST_CASE("MemCache: GetSharedFew while writers grow, replace and erase entries"
   std::vector<std::thread> readers;
   for (int t = 0; t < 2; ++t) {
     readers.emplace_back([&, t] {
-      MemCache::ReadSection section;  // (borrowed values, as lookups take them)
+      // (no read section: the values are owned. Borrowed ones may not meet a replacement of
+      // their key, which the server's writers make only under the key's stripe, and this
+      // writer replaces values freely)
       std::string owned[4];
       std::string_view keys[4];
       MemCache::Value values[4];
