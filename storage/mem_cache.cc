@@ -158,6 +158,11 @@ size_t MemCache::ShardIndex(std::string_view key) const {
   return tail % shards_.size();
 }
 
+void MemCache::PrefetchEntry(EntryIt it) {
+  __builtin_prefetch(&*it);        // (the key's line)
+  __builtin_prefetch(&it->value);  // (the value's)
+}
+
 void MemCache::Touch(Shard& s, EntryIt it) {
   // (32-bit stamps: a wrapped difference only moves an entry early)
   if (static_cast<uint32_t>(static_cast<uint32_t>(s.inserts) - it->stamp) > s.index.size() / 4) {
@@ -243,10 +248,7 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     // ... then their entries (where a key sits in its home slot: nearly always).
     if (end - pos > 1) {
       for (size_t p = pos; p < end; ++p) {
-        s.index.PeekHome(hashes[order[p]], [](EntryIt it) {
-          __builtin_prefetch(&*it);
-          __builtin_prefetch(&it->value);
-        });
+        s.index.PeekHome(hashes[order[p]], PrefetchEntry);
       }
     }
     for (; pos < end; ++pos) {
@@ -290,10 +292,7 @@ void MemCache::GetSharedFew(std::span<const std::string_view> keys, Value* value
   }
   for (size_t p = 0; p < n; ++p) {
     const uint32_t i = order[p];
-    shards_[shard_of[i]]->index.PeekHome(hashes[i], [](EntryIt it) {
-      __builtin_prefetch(&*it);
-      __builtin_prefetch(&it->value);
-    });
+    shards_[shard_of[i]]->index.PeekHome(hashes[i], PrefetchEntry);
   }
   for (size_t p = 0; p < n; ++p) {
     const uint32_t i = order[p];

@@ -168,6 +168,8 @@ class MemCache {
   // A hit moves its entry to the front only when a quarter of the shard has been inserted since
   // it last moved there: hot entries stay near the front without a list splice on every hit.
   static void Touch(Shard& s, EntryIt it);
+  // Both lines of an entry, for a lookup that follows (see Entry).
+  static void PrefetchEntry(EntryIt it);
   // A lookup in shard s, whose lock the caller holds (counts the hit or miss).
   static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }

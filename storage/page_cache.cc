@@ -310,11 +310,21 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
       }
     }
   }
-  if (mem_ != nullptr && want.size() > 4) {
+  if (mem_ != nullptr && !want.empty()) {
+    if (want.size() <= 4) {
+      // (a single-item command's two pages may be one: asked of the cache once, counted once)
+      size_t distinct = 0;
+      for (auto fp : want) {
+        if (std::find(want.begin(), want.begin() + distinct, fp) == want.begin() + distinct) {
+          want[distinct++] = fp;
+        }
+      }
+      want.resize(distinct);
+    }
     // Pages in the in-memory cache need no read at all (usually all of them: only the misses
-    // are sorted for the MultiGet). More than a few pages are looked up together, with one lock
-    // per cache shard (the single-item commands' two pages take the path below). A writer's
-    // misses may still be in its write group (see CacheGet).
+    // are sorted for the MultiGet). They are looked up together, with one lock per cache shard
+    // (a few pages' misses overlap: MemCache::GetSharedFew). A writer's misses may still be in
+    // its write group (see CacheGet).
     thread_local std::string key_bytes;
     thread_local std::vector<std::string_view> views;
     thread_local std::vector<MemCache::Value> values;
@@ -335,7 +345,7 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
       found = std::make_unique<bool[]>(n);
       found_size = n;
     }
-    mem_->GetSharedMany(views, values.data(), found.get());
+    mem_->GetSharedFew(views, values.data(), found.get());
     size_t kept = 0;
     bool ok = true;
     for (size_t i = 0; i < n && ok; ++i) {
@@ -357,39 +367,6 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
     }
     if (!ok) {
       return;
-    }
-    want.resize(kept);
-  } else if (mem_ != nullptr && !want.empty()) {
-    // The same for a few pages (a single-item command's two): their lookups' cache misses
-    // overlap (MemCache::GetSharedFew).
-    thread_local std::string key_bytes;
-    std::pair<uint32_t, uint64_t> asked[4];
-    size_t n = 0;
-    key_bytes.clear();
-    for (auto fp : want) {
-      // (each page once, and none already here)
-      if (Loaded(fp.first, fp.second) || std::find(asked, asked + n, fp) != asked + n) {
-        continue;
-      }
-      asked[n++] = fp;
-      key_bytes.append(CacheKeyOf(fp.first, fp.second));
-    }
-    std::string_view views[4];
-    MemCache::Value values[4];
-    bool found[4] = {};
-    const size_t len = n == 0 ? 0 : key_bytes.size() / n;  // (same length for every page)
-    for (size_t i = 0; i < n; ++i) {
-      views[i] = std::string_view(key_bytes.data() + i * len, len);
-    }
-    mem_->GetSharedFew(std::span<const std::string_view>(views, n), values, found);
-    size_t kept = 0;
-    for (size_t i = 0; i < n; ++i) {
-      auto [f, page] = asked[i];
-      if (!found[i]) {
-        want[kept++] = asked[i];  // (Load asks the write group)
-      } else if (Install(f, page, std::move(values[i])) == nullptr) {
-        return;
-      }
     }
     want.resize(kept);
   }
