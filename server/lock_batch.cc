@@ -31,7 +31,12 @@ void LockBatch::Keep(storage::LockGuard guard, bool exclusive) {
 storage::WriteGroup* LockBatch::Join(storage::Db& db, Client& client, std::string* out,
                                      size_t start) {
   if (!group_) {
-    group_ = std::make_unique<storage::WriteGroup>(db.engine(), &db.cache());
+    if (spare_) {
+      group_ = std::move(spare_);
+      group_->Reuse(db.engine(), &db.cache());
+    } else {
+      group_ = std::make_unique<storage::WriteGroup>(db.engine(), &db.cache());
+    }
   }
   if (!client.group_pending) {
     client.group_pending = true;
@@ -49,7 +54,11 @@ void LockBatch::EndGroup() {
     return;
   }
   auto s = group_->Commit();
-  group_.reset();
+  if (s.ok()) {
+    spare_ = std::move(group_);
+  } else {
+    group_.reset();  // (a failed group answers its error until it is closed: not reused)
+  }
   auto waiting = std::move(waiting_);
   waiting_.clear();
   uint64_t commands = 0;

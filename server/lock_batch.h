@@ -58,7 +58,9 @@ class LockBatch {
   bool exclusive_ = false;
   int uses_ = 0;
   storage::LockGuard guard_;
-  std::unique_ptr<storage::WriteGroup> group_;
+  std::unique_ptr<storage::WriteGroup> group_;  // the open group, or nullptr
+  // The last group, committed: reused by the next (WriteGroup::Reuse) rather than built anew.
+  std::unique_ptr<storage::WriteGroup> spare_;
   struct Waiting {
     Client* client;
     std::shared_ptr<void> keepalive;  // the client's connection

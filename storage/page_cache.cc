@@ -151,8 +151,15 @@ PageCache::Page* PageCache::Install(uint32_t f, uint64_t page, MemCache::Value v
   }
   auto [it, fresh] = pages_.try_emplace(Id(f, page));
   if (fresh) {  // (a page installed before, e.g. wanted twice, stays as it is)
-    it->second.in_group = in_place_ && value && group_->Owns(value.get());
-    it->second.shared = value ? std::move(value) : Zeros(want);
+    Page& p = it->second;
+    p.in_group = in_place_ && value && group_->Owns(value.get());
+    // A value only the in-memory cache holds besides this one (or nobody: a fill the cache
+    // refused) is read by nobody but the holders of the key's stripes, and this command holds
+    // them exclusively: its bytes can change in place instead of in a copy. (A borrowed value
+    // counts no reference; one that another write group or command still holds is copied.)
+    const long users = value.use_count();
+    p.in_cache = in_place_ && !p.in_group && value && (users == 1 || users == 2);
+    p.shared = value ? std::move(value) : Zeros(want);
   }
   return Remember(f, page, &it->second);
 }
@@ -488,8 +495,8 @@ void PageCache::BuildMirror() {
 void PageCache::MarkDirty(Page* p) {
   if (!p->dirty) {
     p->dirty = true;
-    if (p->in_group) {
-      // (changed in place: the group keeps the bytes from before it)
+    if (p->in_place()) {
+      // (changed in place: the group keeps the bytes from before it, or the ranges written)
     } else if (p->shared) {
       // Copy on write: the shared bytes become the "before" image.
       if (p->bytes.capacity() < p->shared->size()) {
@@ -515,10 +522,12 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
     SetResident(f, p);
   }
   uint64_t off = (b % geo_.buckets_per_page) * meta_->bucket_size;
-  if (p->in_group) {
-    // The group's value is a mutable string (see AddDirtyTo), held by the group.
+  if (p->in_place()) {
+    // The group's or the cache's value is a mutable string (made as std::string: see
+    // AddDirtyTo and Load), which nobody else reads while this command holds the key.
     char* at = const_cast<char*>(p->shared->data()) + off;
-    undo_.push_back({at, undo_bytes_.size(), meta_->bucket_size});
+    undo_.push_back({at, undo_bytes_.size(), meta_->bucket_size, Id(f, geo_.PageOf(b)),
+                     static_cast<uint32_t>(off)});
     undo_bytes_.append(at, meta_->bucket_size);
     return reinterpret_cast<uint8_t*>(at);
   }
@@ -699,25 +708,54 @@ void PageCache::AddDirty(WriteGroup* group) {
 void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   // In key order (a page key ends with the sub-filter and page numbers, big-endian): RocksDB's
   // memtable inserts are much cheaper for neighbouring keys (see WriteGroup::Commit).
-  std::vector<std::pair<const uint64_t, Page>*> dirty;
-  dirty.reserve(dirty_pages_);
-  for (auto& entry : pages_) {
-    if (entry.second.dirty) {
-      dirty.push_back(&entry);
+  // (A single-item command changes one or two pages: those need no allocation here.)
+  using Entry = std::pair<const uint64_t, Page>;
+  Entry* few[4];
+  std::vector<Entry*> many;
+  std::span<Entry*> dirty;
+  if (dirty_pages_ <= std::size(few)) {
+    size_t n = 0;
+    for (auto& entry : pages_) {
+      if (entry.second.dirty && n < std::size(few)) {
+        few[n++] = &entry;
+      }
     }
+    dirty = std::span<Entry*>(few, n);
+  } else {
+    many.reserve(dirty_pages_);
+    for (auto& entry : pages_) {
+      if (entry.second.dirty) {
+        many.push_back(&entry);
+      }
+    }
+    dirty = many;
   }
   std::sort(dirty.begin(), dirty.end(),
             [](const auto* a, const auto* b) { return a->first < b->first; });
   for (auto* entry : dirty) {
     const uint64_t id = entry->first;
     Page& page = entry->second;
+    if (page.in_cache && group != nullptr) {
+      // Changed in place in the cache's value: the group takes it with the bytes written.
+      group->AddPageInPlace(prefix_, std::string(CacheKeyOf(id >> 32, id & 0xffffffffULL)),
+                            page.shared, RangesWritten(id));
+      page.in_cache = false;
+      page.in_group = true;  // (the group's now)
+      if (scanned_ && (id >> 32) < stored_.size()) {
+        stored_[id >> 32] = true;
+      }
+      page.dirty = false;
+      continue;
+    }
     if (page.in_group && group != nullptr) {
       // Changed in place: the group's value already has the new bytes, unless they are all
       // zeros now (not stored).
+      if (group->TakesRanges(page.shared.get())) {
+        group->AddRanges(page.shared.get(), RangesWritten(id));
+      }
       if (AllZeroBytes(*page.shared)) {
-        auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
-                                 static_cast<uint32_t>(id & 0xffffffffULL));
-        group->AddPage(prefix_, PageCacheKey(key), nullptr, nullptr, false);
+        group->AddPage(prefix_, std::string(CacheKeyOf(id >> 32, id & 0xffffffffULL)), nullptr,
+                       nullptr, false);
         page.in_group = false;
       } else if (scanned_ && (id >> 32) < stored_.size()) {
         stored_[id >> 32] = true;
@@ -725,21 +763,22 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
       page.dirty = false;
       continue;
     }
-    if (page.in_group) {
+    if (page.in_place()) {
       // (Not expected: a page changed in place written outside the group, whole.)
       page.bytes.assign(*page.shared);
       page.shared.reset();
       page.before.reset();
       page.whole = true;
       page.in_group = false;
+      page.in_cache = false;
     }
     const std::string* before = page.before.get();
     const bool zero = AllZeroBytes(page.bytes);
     const bool unchanged =
         !page.whole && before != nullptr && (zero ? AllZeroBytes(*before) : *before == page.bytes);
     if (!unchanged) {
-      auto key = EncodePageKey(prefix_, static_cast<uint16_t>(id >> 32),
-                               static_cast<uint32_t>(id & 0xffffffffULL));
+      // The page's cache key, built once: the RocksDB key is the same without its first byte.
+      std::string cache_key(CacheKeyOf(id >> 32, id & 0xffffffffULL));
       MemCache::Value after;  // nullptr: all zeros, not stored
       if (!zero) {
         // The page becomes shared with the cache (no copy) and stays readable here. (A mutable
@@ -752,11 +791,12 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
         }
       }
       if (group != nullptr) {
-        group->AddPage(prefix_, PageCacheKey(key), page.before, after, page.whole);
+        group->AddPage(prefix_, std::move(cache_key), page.before, after, page.whole);
       } else {
-        (void)AddPageWrite(batch, engine_->pages_cf(), key, before, after.get(), page.whole);
+        (void)AddPageWrite(batch, engine_->pages_cf(), std::string_view(cache_key).substr(1),
+                           before, after.get(), page.whole);
         if (mem_ != nullptr) {
-          publish_.emplace_back(PageCacheKey(key), std::move(after));
+          publish_.emplace_back(std::move(cache_key), std::move(after));
         }
       }
     }
@@ -770,6 +810,27 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   dirty_pages_ = 0;
   undo_.clear();  // (the changes made in place are the group's now)
   undo_bytes_.clear();
+  written_.clear();
+}
+
+std::span<const PageRange> PageCache::RangesWritten(uint64_t id) {
+  if (written_.size() != undo_.size()) {
+    // (Once per AddDirty: the records by page, so each page's are found by a search.)
+    written_.clear();
+    written_.reserve(undo_.size());
+    for (const Undo& u : undo_) {
+      written_.push_back({u.page, {u.at_in_page, static_cast<uint32_t>(u.length)}});
+    }
+    std::sort(written_.begin(), written_.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+  }
+  auto first = std::lower_bound(written_.begin(), written_.end(), id,
+                                [](const auto& w, uint64_t k) { return w.first < k; });
+  ranges_buf_.clear();
+  for (auto it = first; it != written_.end() && it->first == id; ++it) {
+    ranges_buf_.push_back(it->second);
+  }
+  return ranges_buf_;
 }
 
 void PageCache::Publish() {

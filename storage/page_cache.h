@@ -25,6 +25,7 @@
 #include "storage/engine.h"
 #include "storage/format.h"
 #include "storage/mem_cache.h"
+#include "storage/page_merge.h"
 #include "storage/status.h"
 
 namespace cuckood::storage {
@@ -128,6 +129,10 @@ class PageCache final : public core::BucketAccess {
     bool dirty = false;
     bool whole = false;     // replaced without reading: written in full
     bool in_group = false;  // shared is the write group's newest value, changed in place
+    // shared is the in-memory cache's value, held by nobody else: changed in place too, and
+    // handed to the write group with the ranges written (WriteGroup::AddPageInPlace).
+    bool in_cache = false;
+    bool in_place() const { return in_group || in_cache; }
     const char* data() const { return shared ? shared->data() : bytes.data(); }
     size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
@@ -232,7 +237,13 @@ class PageCache final : public core::BucketAccess {
     char* at;
     size_t offset;
     size_t length;
+    uint64_t page;  // Id(f, page) of the page written
+    uint32_t at_in_page;
   };
+  // The byte ranges written in place in the page `id`, from undo_ (in a reused buffer).
+  std::span<const PageRange> RangesWritten(uint64_t id);
+  std::vector<PageRange> ranges_buf_;
+  std::vector<std::pair<uint64_t, PageRange>> written_;  // undo_'s ranges by page
   std::vector<Undo> undo_;
   std::string undo_bytes_;
   bool scanned_ = false;

@@ -1,5 +1,6 @@
 #include "storage/page_merge.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace cuckood::storage {
@@ -150,6 +151,36 @@ bool EncodePageDelta(std::string_view before, std::string_view after, std::strin
     PutU16(operand, static_cast<uint16_t>(end - start));
     operand->append(after.data() + start, end - start);
     i = end;
+    if (operand->size() >= n / 2) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool EncodePageRanges(std::string_view page, std::span<PageRange> ranges, std::string* operand) {
+  operand->clear();
+  PutU32(operand, static_cast<uint32_t>(page.size()));
+  std::sort(ranges.begin(), ranges.end(),
+            [](const PageRange& a, const PageRange& b) { return a.offset < b.offset; });
+  const size_t n = page.size();
+  size_t i = 0;
+  while (i < ranges.size()) {
+    // One run for ranges that overlap or lie closer than a run header apart.
+    const size_t start = std::min<size_t>(ranges[i].offset, n);
+    size_t end = std::min<size_t>(start + ranges[i].length, n);
+    for (++i; i < ranges.size() && ranges[i].offset <= end + kJoinGap; ++i) {
+      const size_t next_end = std::min<size_t>(size_t{ranges[i].offset} + ranges[i].length, n);
+      if (next_end - start > kMaxRun) {
+        break;
+      }
+      end = std::max(end, next_end);
+    }
+    if (end > start) {
+      PutU32(operand, static_cast<uint32_t>(start));
+      PutU16(operand, static_cast<uint16_t>(end - start));
+      operand->append(page.data() + start, end - start);
+    }
     if (operand->size() >= n / 2) {
       return false;
     }

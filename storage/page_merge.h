@@ -10,7 +10,9 @@
 
 #include <rocksdb/merge_operator.h>
 
+#include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -20,8 +22,22 @@ namespace cuckood::storage {
 bool AllZeroBytes(std::string_view s);
 
 // Builds the operand that turns `before` into `after` (same length). Returns false when a whole
-// page is cheaper to write than the runs (the caller then Puts `after`).
+// page is cheaper to write than the runs (the caller then Puts `after`). When the two are equal
+// the operand has no run: PageDeltaIsEmpty.
 bool EncodePageDelta(std::string_view before, std::string_view after, std::string* operand);
+// Bytes [offset, offset + length) of a page.
+struct PageRange {
+  uint32_t offset;
+  uint32_t length;
+};
+// Builds the operand that writes the bytes of `page` in these ranges (which may overlap and come
+// in any order; they are sorted in place). Returns false when a whole page is cheaper to write
+// than the runs, as EncodePageDelta does.
+bool EncodePageRanges(std::string_view page, std::span<PageRange> ranges, std::string* operand);
+// Whether an operand EncodePageDelta built changes nothing (its page length and no run).
+inline bool PageDeltaIsEmpty(const std::string& operand) {
+  return operand.size() <= 4;
+}
 
 std::shared_ptr<rocksdb::MergeOperator> NewPageMergeOperator();
 

@@ -9,7 +9,8 @@
 namespace cuckood::storage {
 
 bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
-                  const std::string* before, const std::string* after, bool whole) {
+                  const std::string* before, const std::string* after, bool whole,
+                  std::string* scratch) {
   if (after == nullptr || AllZeroBytes(*after)) {
     if (!whole && (before == nullptr || AllZeroBytes(*before))) {
       return false;  // was not stored and still is not
@@ -17,15 +18,19 @@ bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, s
     (void)batch->Delete(cf, key);
     return true;
   }
-  if (!whole && before != nullptr && *before == *after) {
-    return false;  // unchanged (e.g. a kick-out chain that was rolled back)
+  if (!whole && before != nullptr) {
+    // One pass over the two pages finds the changed bytes, or none.
+    std::string local;
+    std::string* operand = scratch != nullptr ? scratch : &local;
+    if (EncodePageDelta(*before, *after, operand)) {
+      if (PageDeltaIsEmpty(*operand)) {
+        return false;  // unchanged (e.g. a kick-out chain that was rolled back)
+      }
+      (void)batch->Merge(cf, key, *operand);
+      return true;
+    }
   }
-  std::string operand;
-  if (!whole && before != nullptr && EncodePageDelta(*before, *after, &operand)) {
-    (void)batch->Merge(cf, key, operand);
-  } else {
-    (void)batch->Put(cf, key, *after);
-  }
+  (void)batch->Put(cf, key, *after);
   return true;
 }
 
@@ -42,23 +47,23 @@ WriteGroup::~WriteGroup() {
   Abandon();
 }
 
-bool WriteGroup::PointerSet::contains(const void* p) const {
+WriteGroup::Change* WriteGroup::PointerMap::find(const void* p) const {
   if (slots_.empty()) {
-    return false;
+    return nullptr;
   }
   const auto key = reinterpret_cast<uintptr_t>(p);
   const size_t mask = slots_.size() - 1;
   for (size_t i = Slot(key);; i = (i + 1) & mask) {
-    if (slots_[i] == key) {
-      return true;
+    if (slots_[i].first == key) {
+      return slots_[i].second;
     }
-    if (slots_[i] == kEmpty) {
-      return false;
+    if (slots_[i].first == kEmpty) {
+      return nullptr;
     }
   }
 }
 
-void WriteGroup::PointerSet::insert(const void* p) {
+void WriteGroup::PointerMap::insert(const void* p, Change* change) {
   if ((used_ + 1) * 2 > slots_.size()) {
     Grow();
   }
@@ -66,64 +71,65 @@ void WriteGroup::PointerSet::insert(const void* p) {
   const size_t mask = slots_.size() - 1;
   size_t reuse = SIZE_MAX;
   for (size_t i = Slot(key);; i = (i + 1) & mask) {
-    if (slots_[i] == key) {
+    if (slots_[i].first == key) {
+      slots_[i].second = change;
       return;
     }
-    if (slots_[i] == kErased && reuse == SIZE_MAX) {
+    if (slots_[i].first == kErased && reuse == SIZE_MAX) {
       reuse = i;
     }
-    if (slots_[i] == kEmpty) {
+    if (slots_[i].first == kEmpty) {
       if (reuse == SIZE_MAX) {
         reuse = i;
         ++used_;
       }
-      slots_[reuse] = key;
+      slots_[reuse] = {key, change};
       return;
     }
   }
 }
 
-void WriteGroup::PointerSet::erase(const void* p) {
+void WriteGroup::PointerMap::erase(const void* p) {
   if (slots_.empty()) {
     return;
   }
   const auto key = reinterpret_cast<uintptr_t>(p);
   const size_t mask = slots_.size() - 1;
   for (size_t i = Slot(key);; i = (i + 1) & mask) {
-    if (slots_[i] == key) {
-      slots_[i] = kErased;
+    if (slots_[i].first == key) {
+      slots_[i] = {kErased, nullptr};
       return;
     }
-    if (slots_[i] == kEmpty) {
+    if (slots_[i].first == kEmpty) {
       return;
     }
   }
 }
 
-void WriteGroup::PointerSet::clear() {
+void WriteGroup::PointerMap::clear() {
   if (used_ > 0) {
-    std::fill(slots_.begin(), slots_.end(), kEmpty);
+    std::fill(slots_.begin(), slots_.end(), std::pair<uintptr_t, Change*>(kEmpty, nullptr));
     used_ = 0;
   }
 }
 
-void WriteGroup::PointerSet::Grow() {
-  std::vector<uintptr_t> old;
+void WriteGroup::PointerMap::Grow() {
+  std::vector<std::pair<uintptr_t, Change*>> old;
   old.swap(slots_);
   size_t live = 0;
-  for (uintptr_t v : old) {
-    live += v > kErased ? 1 : 0;
+  for (const auto& v : old) {
+    live += v.first > kErased ? 1 : 0;
   }
   size_t size = 64;
   while (size < (live + 1) * 4) {
     size *= 2;
   }
-  slots_.assign(size, kEmpty);
+  slots_.assign(size, {kEmpty, nullptr});
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
   used_ = 0;
-  for (uintptr_t v : old) {
-    if (v > kErased) {
-      insert(reinterpret_cast<const void*>(v));
+  for (const auto& v : old) {
+    if (v.first > kErased) {
+      insert(reinterpret_cast<const void*>(v.first), v.second);
     }
   }
 }
@@ -153,12 +159,48 @@ void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
     c.whole = whole;
     c.before = std::move(before);
   } else {
-    c.whole = c.whole || whole;  // (keeps the state from before the group)
+    // (Keeps the state from before the group. A page changed in place before has no bytes from
+    // before the group, and its ranges do not cover this change: it is written whole.)
+    c.whole = c.whole || whole || c.ranged;
     owned_.erase(c.after.get());
   }
   c.after = std::move(after);
   if (c.after) {
-    owned_.insert(c.after.get());
+    owned_.insert(c.after.get(), &c);
+  }
+}
+
+void WriteGroup::AddPageInPlace(std::string_view page_prefix, std::string cache_key,
+                                MemCache::Value value, std::span<const PageRange> ranges) {
+  if (!HasPagesOf(page_prefix)) {
+    prefixes_.emplace(page_prefix);
+  }
+  mem_->Put(cache_key, value);  // (the same value: counts as the key's write, see MemCache)
+  auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
+  Change& c = it->second;
+  if (fresh) {
+    c.page = true;
+    c.ranged = true;
+  } else {
+    // (Not expected: the group's value of a page is its own, changed as such.)
+    c.whole = true;
+    owned_.erase(c.after.get());
+  }
+  for (const PageRange& r : ranges) {
+    ranges_.emplace_back(&c, r);
+  }
+  c.after = std::move(value);
+  owned_.insert(c.after.get(), &c);
+}
+
+void WriteGroup::AddRanges(const std::string* value, std::span<const PageRange> ranges) {
+  if (sealed_) {
+    return;
+  }
+  if (Change* c = owned_.find(value); c != nullptr && c->ranged) {
+    for (const PageRange& r : ranges) {
+      ranges_.emplace_back(c, r);
+    }
   }
 }
 
@@ -174,6 +216,17 @@ void WriteGroup::Fail(const Status& s) {
   Abandon();
 }
 
+std::span<PageRange> WriteGroup::RangesOf(const Change* c) {
+  auto first =
+      std::lower_bound(ranges_.begin(), ranges_.end(), c,
+                       [](const auto& e, const Change* k) { return std::less<>()(e.first, k); });
+  ranges_scratch_.clear();
+  for (auto it = first; it != ranges_.end() && it->first == c; ++it) {
+    ranges_scratch_.push_back(it->second);
+  }
+  return ranges_scratch_;
+}
+
 void WriteGroup::Seal() {
   if (sealed_) {
     return;
@@ -187,24 +240,39 @@ void WriteGroup::Seal() {
   // In key order: each memtable insert then starts from where the previous one ended (RocksDB
   // keeps the last insert's position in its skiplist), instead of a search from the top of a
   // large skiplist, which for random keys is a chain of cache misses.
-  std::vector<const std::pair<const std::string, Change>*> ordered;
+  auto& ordered = ordered_;  // (kept: its memory serves every group of this object)
+  ordered.clear();
   ordered.reserve(changes_.size());
-  for (const auto& entry : changes_) {
+  for (auto& entry : changes_) {
     ordered.push_back(&entry);
   }
   std::sort(ordered.begin(), ordered.end(),
             [](const auto* a, const auto* b) { return a->first < b->first; });
+  // The ranges of each page changed in place, together and in order.
+  std::sort(ranges_.begin(), ranges_.end(), [](const auto& a, const auto& b) {
+    return a.first != b.first ? std::less<>()(a.first, b.first) : a.second.offset < b.second.offset;
+  });
   batch_.Clear();
   size_t writes = 0;
   for (const auto* entry : ordered) {
     const std::string& ck = entry->first;
     const Change& c = entry->second;
     const std::string_view key = std::string_view(ck).substr(1);
-    if (c.page) {
-      writes +=
-          AddPageWrite(&batch_, engine_->pages_cf(), key, c.before.get(), c.after.get(), c.whole)
-              ? 1
-              : 0;
+    if (c.page && c.ranged && !c.whole) {
+      // (The page was stored: the cache held its bytes.)
+      if (!c.after || AllZeroBytes(*c.after)) {
+        (void)batch_.Delete(engine_->pages_cf(), key);
+      } else if (EncodePageRanges(*c.after, RangesOf(&c), &operand_)) {
+        (void)batch_.Merge(engine_->pages_cf(), key, operand_);
+      } else {
+        (void)batch_.Put(engine_->pages_cf(), key, *c.after);
+      }
+      ++writes;
+    } else if (c.page) {
+      writes += AddPageWrite(&batch_, engine_->pages_cf(), key, c.before.get(), c.after.get(),
+                             c.whole, &operand_)
+                    ? 1
+                    : 0;
     } else if (c.after) {
       (void)batch_.Put(engine_->metadata_cf(), key, *c.after);
       ++writes;
@@ -256,6 +324,32 @@ Status WriteGroup::Commit() {
   return Status::Ok();
 }
 
+void WriteGroup::Reuse(Engine* engine, MemCache* mem) {
+  engine_ = engine;
+  mem_ = mem;
+  // (Bounds of what an idle group keeps: a single-item write adds ~100 bytes to the batch and
+  // two changes.)
+  constexpr size_t kKeepBatchBytes = 1 << 20;
+  constexpr size_t kKeepChanges = 4096;
+  if (batch_.GetDataSize() > kKeepBatchBytes) {
+    batch_ = rocksdb::WriteBatch();
+  } else {
+    batch_.Clear();
+  }
+  if (changes_.bucket_count() > kKeepChanges * 2) {
+    decltype(changes_)().swap(changes_);
+    decltype(prefixes_)().swap(prefixes_);
+  }
+  if (ordered_.capacity() > kKeepChanges) {
+    decltype(ordered_)().swap(ordered_);
+  }
+  if (operand_.capacity() > kKeepBatchBytes) {
+    std::string().swap(operand_);
+  }
+  owned_.clear();
+  generation_ = engine_->generation();
+}
+
 void WriteGroup::ClearCommitted() {
   // The pages' bytes from before the group are mostly held by nobody else now (the cache holds
   // the new ones): their buffers serve the next pages read or copied on this thread.
@@ -264,11 +358,13 @@ void WriteGroup::ClearCommitted() {
     RecycleValue(std::move(c.after));
   }
   changes_.clear();
+  ranges_.clear();
 }
 
 void WriteGroup::Abandon() {
   EraseFromCache();
   changes_.clear();
+  ranges_.clear();
   prefixes_.clear();
   owned_.clear();
 }

@@ -25,6 +25,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -33,6 +34,7 @@
 
 #include "storage/engine.h"
 #include "storage/mem_cache.h"
+#include "storage/page_merge.h"
 #include "storage/status.h"
 
 namespace cuckood::storage {
@@ -53,6 +55,12 @@ class WriteGroup {
   // Queues the write of every change collected so far (see the contract above); no command may
   // join the group until Commit() has returned.
   void Seal();
+  // Makes a group whose Commit() succeeded ready for the writes of a new round to this engine
+  // and cache (a Db's engine may have been replaced meanwhile: Db::SwapEngine), as a new object
+  // would be: it reads from now on (Engine::generation), and memory kept from a large group is
+  // given back. The small buffers (the batch, the maps) are kept, so an io thread's next group
+  // does not allocate them again.
+  void Reuse(Engine* engine, MemCache* mem);
   // Enough is collected that the caller should commit before the next command.
   bool Full() const { return changes_.size() >= kMaxChanges; }
   bool empty() const { return changes_.empty(); }
@@ -73,6 +81,22 @@ class WriteGroup {
   bool Owns(const std::string* value) const {
     return value != nullptr && !sealed_ && owned_.contains(value);
   }
+  // A page of the filter whose pages start with page_prefix that a command changed in place:
+  // value was the in-memory cache's value of the page, held by nobody else (PageCache, under
+  // the key's stripe), and ranges are the bytes the command wrote. The group keeps the ranges
+  // instead of the page's bytes from before, and writes their bytes (EncodePageRanges); value
+  // becomes the group's (Owns).
+  void AddPageInPlace(std::string_view page_prefix, std::string cache_key, MemCache::Value value,
+                      std::span<const PageRange> ranges);
+  // More bytes written in place in a page this group owns (Owns(value)). Needed for the pages
+  // of AddPageInPlace; the others keep their bytes from before the group, and the group
+  // compares them instead.
+  void AddRanges(const std::string* value, std::span<const PageRange> ranges);
+  // Whether AddRanges wants the ranges of this value (a page of AddPageInPlace).
+  bool TakesRanges(const std::string* value) const {
+    const Change* c = sealed_ ? nullptr : owned_.find(value);
+    return c != nullptr && c->ranged;
+  }
   // A metadata record's new value (nullptr = deleted).
   void AddMeta(std::string cache_key, MemCache::Value value);
   // Whether this group changed a page of that filter.
@@ -87,6 +111,8 @@ class WriteGroup {
   struct Change {
     bool page = false;
     bool whole = false;
+    // Changed in place (AddPageInPlace): ranges_ says which bytes changed, `before` is nullptr.
+    bool ranged = false;
     MemCache::Value before;  // pages: stored bytes before the group (nullptr: unknown)
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
@@ -99,12 +125,13 @@ class WriteGroup {
   MemCache* mem_;
   std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
   std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
-  // A set of pointers in one array (open addressing, linear probing): asked for every page a
-  // grouped writer reads, where a node-based set cost 8% of a CF.INSERT.
-  class PointerSet {
+  // A map of pointers to their change in one array (open addressing, linear probing): asked for
+  // every page a grouped writer reads, where a node-based set cost 8% of a CF.INSERT.
+  class PointerMap {
    public:
-    bool contains(const void* p) const;
-    void insert(const void* p);
+    bool contains(const void* p) const { return find(p) != nullptr; }
+    Change* find(const void* p) const;
+    void insert(const void* p, Change* change);
     void erase(const void* p);
     void clear();
 
@@ -115,14 +142,23 @@ class WriteGroup {
       return static_cast<size_t>((p * 0x9E3779B97F4A7C15ULL) >> shift_);
     }
     void Grow();
-    std::vector<uintptr_t> slots_;
+    std::vector<std::pair<uintptr_t, Change*>> slots_;
     size_t used_ = 0;  // slots not empty (live or erased)
     unsigned shift_ = 64;
   };
-  PointerSet owned_;  // the pages' newest values (see Owns)
+  PointerMap owned_;  // the pages' newest values (see Owns), with their change
   Status failed_;
   uint64_t generation_;  // Engine::generation() when the group started reading
   bool sealed_ = false;
+  // Seal's scratch, kept between groups: the changes in key order, a page's delta operand.
+  std::vector<std::pair<const std::string, Change>*> ordered_;
+  // The bytes written in the pages changed in place (Change::ranged), by change, in one array
+  // for the whole group.
+  std::vector<std::pair<const Change*, PageRange>> ranges_;
+  std::vector<PageRange> ranges_scratch_;  // RangesOf's answer
+  // The ranges of a page changed in place (ranges_ sorted first).
+  std::span<PageRange> RangesOf(const Change* c);
+  std::string operand_;
   rocksdb::WriteBatch batch_;
   Engine::PendingWrite pending_;
 };
@@ -130,8 +166,9 @@ class WriteGroup {
 // The write that turns a stored page from `before` into `after` (nullptr = all zeros, which is
 // not stored): nothing when unchanged, a delete, a merge operand of the changed bytes
 // (storage/page_merge.h), or the whole page when that is smaller or `before` is unknown (whole).
-// Returns false when nothing was added.
+// Returns false when nothing was added. scratch (optional) is the operand's buffer, reused.
 bool AddPageWrite(rocksdb::WriteBatch* batch, rocksdb::ColumnFamilyHandle* cf, std::string_view key,
-                  const std::string* before, const std::string* after, bool whole);
+                  const std::string* before, const std::string* after, bool whole,
+                  std::string* scratch = nullptr);
 
 }  // namespace cuckood::storage

@@ -3,6 +3,7 @@
 // is stored exactly as without a group, and a failed commit leaves nothing behind.
 #include "storage/write_group.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <optional>
 #include <set>
@@ -316,7 +317,10 @@ TEST_CASE("a group's multi-item inserts store the same bytes as without a group"
 
 TEST_CASE("a failed command of a group leaves the group's pages as they were", "[write_group]") {
   // The first item of the failing command lands on a page the group has changed (so it is
-  // changed in place); the second item's page is corrupt in RocksDB, so the command fails.
+  // changed in place), or, when the group was committed in between, on a page only the
+  // in-memory cache holds (changed in place too); the second item's page is corrupt in RocksDB,
+  // so the command fails.
+  const bool committed_between = GENERATE(false, true);
   const CfSettings settings = SmallPages(64);
   uint64_t buckets = 0;
   {
@@ -362,6 +366,9 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
     std::vector<std::string_view> views(first.begin(), first.end());
     const InsertOptions existing{.no_create = true};
     REQUIRE(db.CfInsert(In(group), 0, "f", views, existing, settings).ok());
+    if (grouped && committed_between) {
+      REQUIRE(group->Commit().ok());
+    }
     auto failed = db.CfInsert(In(group), 0, "f", {good, bad}, existing, settings);
     CHECK(failed.status().code() == Code::kCorruption);
     CHECK(Cached(db, In(group), "f", {good}) == std::vector<uint64_t>{0});
@@ -379,6 +386,98 @@ TEST_CASE("a failed command of a group leaves the group's pages as they were", "
   CheckSamePages(plain.engine(), grouped.engine());
   CHECK(Stored(grouped.db(), "f", {good}) == std::vector<uint64_t>{0});
   CHECK(grouped.db().CfInfo(kAlone, 0, "f")->size == first.size() + 2);
+}
+
+TEST_CASE("a grouped insert changes a page only the cache holds in place, and copies a held one",
+          "[write_group]") {
+  const CfSettings settings = SmallPages(64);
+  TestDb t;
+  {
+    auto& db = t.db();
+    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(100000), settings).ok());
+  }
+  const uint64_t buckets = core::SubFilterBuckets(t.db().CfInfo(kAlone, 0, "f")->cuckoo.filter, 0);
+  const uint64_t per_page = 32;  // (64-byte pages of 2-slot buckets)
+  const auto seeds = Items(40, "seed-");
+  std::set<uint64_t> written;
+  for (const auto& item : seeds) {
+    (void)Add(t.db(), kAlone, "f", item, false, settings);  // (committed: the pages are cached)
+    written.insert(core::PrimaryBucket(core::HashItem(item).hash, buckets) / per_page);
+  }
+  // An item whose primary bucket is on a stored page with room (this sparse filter's inserts
+  // go to the primary bucket).
+  std::string item;
+  uint64_t page = 0;
+  for (int i = 0; item.empty(); ++i) {
+    const std::string probe = "probe-" + std::to_string(i);
+    const uint64_t p = core::PrimaryBucket(core::HashItem(probe).hash, buckets) / per_page;
+    if (written.count(p) != 0) {
+      item = probe;
+      page = p;
+    }
+  }
+  const std::string cache_key =
+      PageCacheKey(EncodePageKey(FilterPrefix(t.db(), 0, "f"), 0, static_cast<uint32_t>(page)));
+  MemCache::Value held;
+  REQUIRE(t.db().cache().GetShared(cache_key, &held));
+  const std::string* const value = held.get();
+  const std::string before = *held;
+  MemCache::Value now;
+
+  SECTION("nobody else holds the cache's value: the insert changes its bytes in place") {
+    held.reset();
+    WriteGroup group(&t.engine(), &t.db().cache());
+    CHECK(Add(t.db(), In(&group), "f", item, false, settings) == core::InsertResult::kInserted);
+    REQUIRE(t.db().cache().GetShared(cache_key, &now));
+    CHECK(now.get() == value);
+    CHECK(*now != before);
+    now.reset();
+    CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{0});  // (not written yet)
+    REQUIRE(group.Commit().ok());
+    // What the group wrote is the bytes it changed, applied to the stored page.
+    REQUIRE(t.db().cache().GetShared(cache_key, &now));
+    const std::string cached = *now;
+    now.reset();
+    CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{1});
+    t.Reopen();
+    const auto pages = PagesWithPrefix(t.engine(), FilterPrefix(t.db(), 0, "f"));
+    const auto stored = std::find_if(pages.begin(), pages.end(), [&](const RawPage& p) {
+      return p.key == std::string_view(cache_key).substr(1);
+    });
+    REQUIRE(stored != pages.end());
+    CHECK(stored->value == cached);
+    CHECK(Stored(t.db(), "f", seeds) == std::vector<uint64_t>(seeds.size(), 1));
+  }
+  SECTION("a reader holds the cache's value: the insert changes a copy") {
+    WriteGroup group(&t.engine(), &t.db().cache());
+    CHECK(Add(t.db(), In(&group), "f", item, false, settings) == core::InsertResult::kInserted);
+    CHECK(*held == before);
+    REQUIRE(t.db().cache().GetShared(cache_key, &now));
+    CHECK(now.get() != value);
+    CHECK(*now != before);
+    now.reset();
+    REQUIRE(group.Commit().ok());
+    CHECK(*held == before);
+    CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{1});
+  }
+  SECTION("a second command of the group adds its ranges to the page changed in place") {
+    held.reset();
+    // Another item on the same page, inserted by a later command of the same group.
+    std::string second;
+    for (int i = 0; second.empty(); ++i) {
+      const std::string probe = "second-" + std::to_string(i);
+      if (core::PrimaryBucket(core::HashItem(probe).hash, buckets) / per_page == page) {
+        second = probe;
+      }
+    }
+    WriteGroup group(&t.engine(), &t.db().cache());
+    CHECK(Add(t.db(), In(&group), "f", item, false, settings) == core::InsertResult::kInserted);
+    CHECK(Add(t.db(), In(&group), "f", second, false, settings) == core::InsertResult::kInserted);
+    REQUIRE(group.Commit().ok());
+    t.Reopen();
+    CHECK(Stored(t.db(), "f", {item, second}) == std::vector<uint64_t>{1, 1});
+    CHECK(Stored(t.db(), "f", seeds) == std::vector<uint64_t>(seeds.size(), 1));
+  }
 }
 
 }  // namespace
