@@ -83,30 +83,35 @@ bool LockGuard::TryAdd(const std::vector<size_t>& stripes) {
   if (mgr_ == nullptr) {
     return false;
   }
-  std::vector<size_t> taken;
+  // The stripes taken go behind the held ones first (no allocation while the vector has room:
+  // this runs for every command that joins an io thread's batch), then into their places.
+  const size_t held = stripes_.size();
   for (size_t s : stripes) {
-    if (holds(s)) {
+    if (std::binary_search(stripes_.begin(), stripes_.begin() + static_cast<ptrdiff_t>(held), s)) {
       continue;
     }
     const bool ok = shared_ ? mgr_->stripe(s).try_lock_shared() : mgr_->stripe(s).try_lock();
     if (!ok) {
-      for (size_t t : taken) {
+      for (size_t i = held; i < stripes_.size(); ++i) {
         if (shared_) {
-          mgr_->stripe(t).unlock_shared();
+          mgr_->stripe(stripes_[i]).unlock_shared();
         } else {
-          mgr_->stripe(t).unlock();
+          mgr_->stripe(stripes_[i]).unlock();
         }
       }
+      stripes_.resize(held);
       return false;
     }
-    taken.push_back(s);
+    stripes_.push_back(s);
   }
-  if (!taken.empty()) {
-    std::vector<size_t> merged;
-    merged.reserve(stripes_.size() + taken.size());
-    std::merge(stripes_.begin(), stripes_.end(), taken.begin(), taken.end(),
-               std::back_inserter(merged));
-    stripes_ = std::move(merged);
+  // (The new ones are sorted among themselves: insertion keeps the whole list sorted.)
+  for (size_t i = held; i < stripes_.size(); ++i) {
+    const size_t s = stripes_[i];
+    size_t j = i;
+    for (; j > 0 && stripes_[j - 1] > s; --j) {
+      stripes_[j] = stripes_[j - 1];
+    }
+    stripes_[j] = s;
   }
   return true;
 }

@@ -92,13 +92,13 @@ bool PageCache::OwnPage(const rocksdb::Slice& key, PageKeyParts* parts) const {
 }
 
 MemCache::Value PageCache::Zeros(uint64_t length) {
-  if (length == geo_.page_bytes) {
-    if (!zeros_) {
-      zeros_ = std::make_shared<std::string>(length, '\0');
-    }
-    return zeros_;
+  // The thread's all-zero page of the last length asked for: only read (a write copies it),
+  // and kept so that a command on a page not stored yet does not allocate and clear one.
+  thread_local MemCache::Value zeros;
+  if (!zeros || zeros->size() != length) {
+    zeros = std::make_shared<std::string>(length, '\0');
   }
-  return std::make_shared<std::string>(length, '\0');
+  return zeros;
 }
 
 bool PageCache::MayHavePages(uint32_t f) {
@@ -750,10 +750,11 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     if (page.in_group && group != nullptr) {
       // Changed in place: the group's value already has the new bytes, unless they are all
       // zeros now (not stored).
+      const auto written = RangesWritten(id);
       if (group->TakesRanges(page.shared.get())) {
-        group->AddRanges(page.shared.get(), RangesWritten(id));
+        group->AddRanges(page.shared.get(), written);
       }
-      if (AllZeroBytes(*page.shared)) {
+      if (AllZeroBytes(*page.shared, written)) {
         group->AddPage(prefix_, std::string(CacheKeyOf(id >> 32, id & 0xffffffffULL)), nullptr,
                        nullptr, false);
         page.in_group = false;
@@ -810,27 +811,38 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   dirty_pages_ = 0;
   undo_.clear();  // (the changes made in place are the group's now)
   undo_bytes_.clear();
-  written_.clear();
+  written_sorted_ = false;
 }
 
 std::span<const PageRange> PageCache::RangesWritten(uint64_t id) {
-  if (written_.size() != undo_.size()) {
-    // (Once per AddDirty: the records by page, so each page's are found by a search.)
-    written_.clear();
-    written_.reserve(undo_.size());
+  // (Scratch kept by the thread: a PageCache lives for one command.)
+  thread_local std::vector<PageRange> ranges;
+  thread_local std::vector<std::pair<uint64_t, PageRange>> by_page;
+  ranges.clear();
+  if (undo_.size() <= kScanUndo) {
     for (const Undo& u : undo_) {
-      written_.push_back({u.page, {u.at_in_page, static_cast<uint32_t>(u.length)}});
+      if (u.page == id) {
+        ranges.push_back({u.at_in_page, static_cast<uint32_t>(u.length)});
+      }
     }
-    std::sort(written_.begin(), written_.end(),
+    return ranges;
+  }
+  if (!written_sorted_) {
+    // (Once per AddDirty: the records by page, so each page's are found by a search.)
+    written_sorted_ = true;
+    by_page.clear();
+    for (const Undo& u : undo_) {
+      by_page.push_back({u.page, {u.at_in_page, static_cast<uint32_t>(u.length)}});
+    }
+    std::sort(by_page.begin(), by_page.end(),
               [](const auto& a, const auto& b) { return a.first < b.first; });
   }
-  auto first = std::lower_bound(written_.begin(), written_.end(), id,
+  auto first = std::lower_bound(by_page.begin(), by_page.end(), id,
                                 [](const auto& w, uint64_t k) { return w.first < k; });
-  ranges_buf_.clear();
-  for (auto it = first; it != written_.end() && it->first == id; ++it) {
-    ranges_buf_.push_back(it->second);
+  for (auto it = first; it != by_page.end() && it->first == id; ++it) {
+    ranges.push_back(it->second);
   }
-  return ranges_buf_;
+  return ranges;
 }
 
 void PageCache::Publish() {

@@ -228,7 +228,6 @@ class PageCache final : public core::BucketAccess {
   bool fill_block_cache_;
   class WriteGroup* group_;  // the scope's write group (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
-  MemCache::Value zeros_;  // Zeros() of the full page length
   std::string key_buf_;    // CacheKeyOf's buffer
   bool in_place_ = false;  // see ChangeGroupPagesInPlace
   // The buckets handed out for writing in the write group's pages: where, and their bytes
@@ -241,9 +240,11 @@ class PageCache final : public core::BucketAccess {
     uint32_t at_in_page;
   };
   // The byte ranges written in place in the page `id`, from undo_ (in a reused buffer).
+  // (Valid until the next call.)
   std::span<const PageRange> RangesWritten(uint64_t id);
-  std::vector<PageRange> ranges_buf_;
-  std::vector<std::pair<uint64_t, PageRange>> written_;  // undo_'s ranges by page
+  static constexpr size_t kScanUndo = 32;  // undo records searched in order, not sorted
+  bool written_sorted_ = false;            // RangesWritten sorted this AddDirty's records
+
   std::vector<Undo> undo_;
   std::string undo_bytes_;
   bool scanned_ = false;

@@ -158,6 +158,15 @@ bool EncodePageDelta(std::string_view before, std::string_view after, std::strin
   return true;
 }
 
+bool AllZeroBytes(std::string_view page, std::span<const PageRange> written) {
+  for (const PageRange& r : written) {
+    if (r.offset < page.size() && !AllZeroBytes(page.substr(r.offset, r.length))) {
+      return false;
+    }
+  }
+  return AllZeroBytes(page);
+}
+
 bool EncodePageRanges(std::string_view page, std::span<PageRange> ranges, std::string* operand) {
   operand->clear();
   PutU32(operand, static_cast<uint32_t>(page.size()));

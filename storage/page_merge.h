@@ -20,6 +20,10 @@ namespace cuckood::storage {
 
 // Whether every byte of s is 0 (a page that is not stored: it reads as zeros).
 bool AllZeroBytes(std::string_view s);
+// The same for a page of which these bytes were just written (ranges as below): a set byte
+// among them decides at once (an insert writes a fingerprint); otherwise the page is read whole.
+struct PageRange;
+bool AllZeroBytes(std::string_view page, std::span<const PageRange> written);
 
 // Builds the operand that turns `before` into `after` (same length). Returns false when a whole
 // page is cheaper to write than the runs (the caller then Puts `after`). When the two are equal

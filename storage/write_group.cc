@@ -260,9 +260,10 @@ void WriteGroup::Seal() {
     const std::string_view key = std::string_view(ck).substr(1);
     if (c.page && c.ranged && !c.whole) {
       // (The page was stored: the cache held its bytes.)
-      if (!c.after || AllZeroBytes(*c.after)) {
+      const std::span<PageRange> ranges = RangesOf(&c);
+      if (!c.after || AllZeroBytes(*c.after, ranges)) {
         (void)batch_.Delete(engine_->pages_cf(), key);
-      } else if (EncodePageRanges(*c.after, RangesOf(&c), &operand_)) {
+      } else if (EncodePageRanges(*c.after, ranges, &operand_)) {
         (void)batch_.Merge(engine_->pages_cf(), key, operand_);
       } else {
         (void)batch_.Put(engine_->pages_cf(), key, *c.after);

@@ -176,6 +176,20 @@ TEST_CASE("A guard grows by stripes it can take without waiting, or not at all",
     REQUIRE(mgr.stripe(12).try_lock());
     mgr.stripe(12).unlock();
   }
+  SECTION("stripes added below, between and above the held ones keep the list sorted") {
+    REQUIRE(g.TryAdd({0, 5, 10, 15}));
+    REQUIRE(g.TryAdd({3, 4}));
+    CHECK(g.size() == 8);
+    CHECK(g.covers({0, 2, 3, 4, 5, 9, 10, 15}));
+    CHECK(g.holds(0));
+    CHECK(g.holds(15));
+    CHECK_FALSE(g.holds(1));
+    g.Release();
+    for (size_t s : {0, 2, 3, 4, 5, 9, 10, 15}) {
+      REQUIRE(mgr.stripe(s).try_lock());  // (every one given back)
+      mgr.stripe(s).unlock();
+    }
+  }
   SECTION("a busy stripe leaves the guard as it was, the others not taken") {
     mgr.stripe(7).lock_shared();  // a reader elsewhere
     CHECK_FALSE(g.TryAdd({3, 7}));

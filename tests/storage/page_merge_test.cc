@@ -167,6 +167,19 @@ TEST_CASE("a page's written ranges, in any order and overlapping, rebuild it ove
   }
 }
 
+TEST_CASE("a page is all zeros after writes only when every byte is") {
+  std::string page(2048, '\0');
+  std::vector<PageRange> written{{40, 2}};
+  CHECK(AllZeroBytes(page, written));
+  page[41] = 3;  // (set by the write)
+  CHECK_FALSE(AllZeroBytes(page, written));
+  page[41] = 0;
+  page[2047] = 1;  // (set before, outside the bytes written: a delete of another slot)
+  CHECK_FALSE(AllZeroBytes(page, written));
+  page[2047] = 0;
+  CHECK(AllZeroBytes(page, std::vector<PageRange>{}));
+}
+
 TEST_CASE("ranges close together share a run, and many ranges fall back to the whole page") {
   std::string page(2048, '\0');
   page[100] = 1;
