@@ -270,32 +270,38 @@ Status Db::Commit(const Scope& scope, rocksdb::WriteBatch* batch, PageCache* pag
 
 StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb::ReadOptions& ro,
                                               uint16_t ns, std::string_view key) {
-  std::string raw;
-  const std::string mk = EncodeMetaKey(ns, key);
-  std::optional<std::string> cached;
+  // The cache key ('m' + the record's key) in the thread's buffer: the record's key is its tail.
+  // (Every filter write reads its metadata here first: no allocation for the keys, and the
+  // cached value is read where it is, not copied.)
+  thread_local std::string t_key;
+  std::string& ck = t_key;
+  ck.assign(1, 'm');
+  AppendMetaKey(&ck, ns, key);
+  const std::string_view mk = std::string_view(ck).substr(1);
   const bool use_cache = ro.snapshot == nullptr && !scope.snapshot_reads();
-  const std::string ck = use_cache ? MetaCacheKey(mk) : std::string();
-  MemCache::Value grouped;
+  std::string read;      // a record read from RocksDB
+  MemCache::Value held;  // or the cache's or the write group's
+  std::string_view raw;
   if (auto* group = use_cache ? scope.group : nullptr;
-      group != nullptr && group->Lookup(ck, &grouped)) {
+      group != nullptr && group->Lookup(ck, &held)) {
     // Written by an earlier command of the scope's write group.
-    if (!grouped) {
+    if (!held) {
       return std::optional<Metadata>();
     }
-    raw = *grouped;
-  } else if (use_cache && mem_.Get(ck, &cached)) {
-    if (!cached) {
+    raw = *held;
+  } else if (use_cache && mem_.GetShared(ck, &held)) {
+    if (!held) {
       return std::optional<Metadata>();
     }
-    raw = std::move(*cached);
+    raw = *held;
   } else {
     const uint64_t epoch = use_cache ? mem_.Epoch(ck) : 0;
     if (ro.snapshot == nullptr) {
       engine_->Settle();
     }
-    auto s = engine_->db()->Get(ro, engine_->metadata_cf(), mk, &raw);
+    auto s = engine_->db()->Get(ro, engine_->metadata_cf(), mk, &read);
     if (use_cache && (s.ok() || s.IsNotFound())) {
-      mem_.Fill(ck, s.ok() ? std::optional<std::string>(raw) : std::nullopt, epoch);
+      mem_.Fill(ck, s.ok() ? std::optional<std::string>(read) : std::nullopt, epoch);
     }
     if (s.IsNotFound()) {
       return std::optional<Metadata>();
@@ -303,6 +309,7 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb:
     if (!s.ok()) {
       return Engine::FromRocks(s);
     }
+    raw = read;
   }
   auto meta = DecodeMetadata(raw);
   if (!meta) {

@@ -337,8 +337,10 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
     // the key's value now; Fill does not replace.)
     RecycleValue(std::exchange(it->value, std::move(value)));
     s.bytes += Cost(*it);
-    s.lru.splice(s.lru.begin(), s.lru, it);
-    it->stamp = static_cast<uint32_t>(s.inserts);
+    // A key written again moves to the front as a hit does (Touch): only when it has not been
+    // near the front for a while. (Every filter write replaces its metadata record and pages:
+    // a splice each touched the list nodes of three entries.)
+    Touch(s, it);
   } else {
     s.lru.emplace_front(key, hash, std::move(value), s.inserts);
     s.index.Insert(hash, s.lru.begin());

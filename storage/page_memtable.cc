@@ -91,12 +91,15 @@ struct Page {
   uint32_t user_len = 0;
   uint16_t height = 0;
   uint16_t hash_tag = 0;  // the top bits of the key's hash: most other keys in a bucket differ
+  // The tag of the head entry, for the writer only: a new entry is normally the newest, and
+  // knowing it here spares reading the head entry (a cache miss) on every insert.
+  uint64_t newest_tag = 0;
 
   std::atomic<Page*>* links() { return reinterpret_cast<std::atomic<Page*>*>(this + 1); }
   Page* Next(int level) { return links()[level].load(std::memory_order_acquire); }
   Entry* Head() const { return head.load(std::memory_order_acquire); }
 };
-static_assert(sizeof(Page) == 32);
+static_assert(sizeof(Page) == 40);
 
 // Bump allocation in blocks, for the one writer; freed with the memtable.
 class NodeArena {
@@ -162,6 +165,13 @@ class PageRep final : public MemTableRep {
     Page* p = Find(k.user, k.user_len, hash);
     if (p == nullptr) {
       AddPage(e, k, hash);
+      entries_.fetch_add(1, std::memory_order_relaxed);
+      return true;
+    }
+    if (k.tag > p->newest_tag) {  // the newest entry of the page (the usual case)
+      e->next.store(p->head.load(std::memory_order_relaxed), std::memory_order_relaxed);
+      p->head.store(e, std::memory_order_release);
+      p->newest_tag = k.tag;
       entries_.fetch_add(1, std::memory_order_relaxed);
       return true;
     }
@@ -318,6 +328,7 @@ class PageRep final : public MemTableRep {
     p->hash_tag = HashTag(hash);
     first->next.store(nullptr, std::memory_order_relaxed);
     p->head.store(first, std::memory_order_relaxed);
+    p->newest_tag = k.tag;
     Page* prev[kMaxHeight];
     FindGreaterOrEqual(k.user, k.user_len, prev);
     const int max = max_height_.load(std::memory_order_relaxed);
