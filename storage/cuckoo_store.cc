@@ -62,7 +62,10 @@ Status Db::CommitFilter(const Scope& scope, PageCache* cache, const std::string&
     if (cache != nullptr) {
       cache->AddDirty(group);
     }
-    group->AddMeta(MetaCacheKey(meta_key), std::make_shared<std::string>(EncodeMetadata(meta)));
+    thread_local std::string cache_key;  // (MetaCacheKey, in the thread's buffer)
+    cache_key.assign(1, 'm');
+    cache_key.append(meta_key);
+    group->AddMeta(cache_key, std::make_shared<std::string>(EncodeMetadata(meta)));
     return Status::Ok();
   }
   rocksdb::WriteBatch batch;

@@ -737,8 +737,8 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     Page& page = entry->second;
     if (page.in_cache && group != nullptr) {
       // Changed in place in the cache's value: the group takes it with the bytes written.
-      group->AddPageInPlace(prefix_, std::string(CacheKeyOf(id >> 32, id & 0xffffffffULL)),
-                            page.shared, RangesWritten(id));
+      group->AddPageInPlace(prefix_, CacheKeyOf(id >> 32, id & 0xffffffffULL), page.shared,
+                            RangesWritten(id));
       page.in_cache = false;
       page.in_group = true;  // (the group's now)
       if (scanned_ && (id >> 32) < stored_.size()) {
@@ -755,8 +755,7 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
         group->AddRanges(page.shared.get(), written);
       }
       if (AllZeroBytes(*page.shared, written)) {
-        group->AddPage(prefix_, std::string(CacheKeyOf(id >> 32, id & 0xffffffffULL)), nullptr,
-                       nullptr, false);
+        group->AddPage(prefix_, CacheKeyOf(id >> 32, id & 0xffffffffULL), nullptr, nullptr, false);
         page.in_group = false;
       } else if (scanned_ && (id >> 32) < stored_.size()) {
         stored_[id >> 32] = true;
@@ -778,8 +777,9 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     const bool unchanged =
         !page.whole && before != nullptr && (zero ? AllZeroBytes(*before) : *before == page.bytes);
     if (!unchanged) {
-      // The page's cache key, built once: the RocksDB key is the same without its first byte.
-      std::string cache_key(CacheKeyOf(id >> 32, id & 0xffffffffULL));
+      // The page's cache key (the RocksDB key is the same without its first byte), in the
+      // buffer CacheKeyOf reuses.
+      const std::string_view cache_key = CacheKeyOf(id >> 32, id & 0xffffffffULL);
       MemCache::Value after;  // nullptr: all zeros, not stored
       if (!zero) {
         // The page becomes shared with the cache (no copy) and stays readable here. (A mutable
@@ -792,12 +792,12 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
         }
       }
       if (group != nullptr) {
-        group->AddPage(prefix_, std::move(cache_key), page.before, after, page.whole);
+        group->AddPage(prefix_, cache_key, page.before, after, page.whole);
       } else {
-        (void)AddPageWrite(batch, engine_->pages_cf(), std::string_view(cache_key).substr(1),
-                           before, after.get(), page.whole);
+        (void)AddPageWrite(batch, engine_->pages_cf(), cache_key.substr(1), before, after.get(),
+                           page.whole);
         if (mem_ != nullptr) {
-          publish_.emplace_back(std::move(cache_key), std::move(after));
+          publish_.emplace_back(std::string(cache_key), std::move(after));
         }
       }
     }

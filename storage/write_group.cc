@@ -47,9 +47,9 @@ WriteGroup::~WriteGroup() {
   Abandon();
 }
 
-WriteGroup::Change* WriteGroup::PointerMap::find(const void* p) const {
+uint32_t WriteGroup::PointerMap::find(const void* p) const {
   if (slots_.empty()) {
-    return nullptr;
+    return kNone;
   }
   const auto key = reinterpret_cast<uintptr_t>(p);
   const size_t mask = slots_.size() - 1;
@@ -58,12 +58,12 @@ WriteGroup::Change* WriteGroup::PointerMap::find(const void* p) const {
       return slots_[i].second;
     }
     if (slots_[i].first == kEmpty) {
-      return nullptr;
+      return kNone;
     }
   }
 }
 
-void WriteGroup::PointerMap::insert(const void* p, Change* change) {
+void WriteGroup::PointerMap::insert(const void* p, uint32_t change) {
   if ((used_ + 1) * 2 > slots_.size()) {
     Grow();
   }
@@ -97,7 +97,7 @@ void WriteGroup::PointerMap::erase(const void* p) {
   const size_t mask = slots_.size() - 1;
   for (size_t i = Slot(key);; i = (i + 1) & mask) {
     if (slots_[i].first == key) {
-      slots_[i] = {kErased, nullptr};
+      slots_[i] = {kErased, kNone};
       return;
     }
     if (slots_[i].first == kEmpty) {
@@ -108,13 +108,13 @@ void WriteGroup::PointerMap::erase(const void* p) {
 
 void WriteGroup::PointerMap::clear() {
   if (used_ > 0) {
-    std::fill(slots_.begin(), slots_.end(), std::pair<uintptr_t, Change*>(kEmpty, nullptr));
+    std::fill(slots_.begin(), slots_.end(), std::pair<uintptr_t, uint32_t>(kEmpty, kNone));
     used_ = 0;
   }
 }
 
 void WriteGroup::PointerMap::Grow() {
-  std::vector<std::pair<uintptr_t, Change*>> old;
+  std::vector<std::pair<uintptr_t, uint32_t>> old;
   old.swap(slots_);
   size_t live = 0;
   for (const auto& v : old) {
@@ -124,7 +124,7 @@ void WriteGroup::PointerMap::Grow() {
   while (size < (live + 1) * 4) {
     size *= 2;
   }
-  slots_.assign(size, {kEmpty, nullptr});
+  slots_.assign(size, {kEmpty, kNone});
   shift_ = 64 - static_cast<unsigned>(std::countr_zero(size));
   used_ = 0;
   for (const auto& v : old) {
@@ -134,26 +134,110 @@ void WriteGroup::PointerMap::Grow() {
   }
 }
 
+uint32_t WriteGroup::KeyTable::Find(std::string_view key) const {
+  if (used_ == 0) {
+    return kNone;
+  }
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+    const uint32_t at = slots_[i];
+    if (at == 0) {
+      return kNone;
+    }
+    if (keys_[at - 1] == key) {
+      return at - 1;
+    }
+  }
+}
+
+uint32_t WriteGroup::KeyTable::Add(std::string_view key, bool* fresh) {
+  if ((used_ + 1) * 2 > slots_.size()) {
+    Grow();
+  }
+  const size_t mask = slots_.size() - 1;
+  size_t i = Hash(key) & mask;
+  for (;; i = (i + 1) & mask) {
+    const uint32_t at = slots_[i];
+    if (at == 0) {
+      break;
+    }
+    if (keys_[at - 1] == key) {
+      *fresh = false;
+      return at - 1;
+    }
+  }
+  if (used_ < keys_.size()) {
+    keys_[used_].assign(key);  // (into the buffer of an earlier group's key)
+  } else {
+    keys_.emplace_back(key);
+  }
+  slots_[i] = static_cast<uint32_t>(++used_);
+  *fresh = true;
+  return static_cast<uint32_t>(used_ - 1);
+}
+
+void WriteGroup::KeyTable::Grow() {
+  size_t size = 64;
+  while (size < (used_ + 1) * 4) {
+    size *= 2;
+  }
+  slots_.assign(size, 0);
+  const size_t mask = size - 1;
+  for (size_t k = 0; k < used_; ++k) {
+    size_t i = Hash(keys_[k]) & mask;
+    while (slots_[i] != 0) {
+      i = (i + 1) & mask;
+    }
+    slots_[i] = static_cast<uint32_t>(k + 1);
+  }
+}
+
+void WriteGroup::KeyTable::Clear() {
+  if (used_ > 0) {
+    std::fill(slots_.begin(), slots_.end(), 0);
+    used_ = 0;
+  }
+}
+
+void WriteGroup::KeyTable::Trim(size_t keep) {
+  Clear();
+  if (keys_.size() > keep) {
+    keys_.resize(keep);
+    keys_.shrink_to_fit();
+  }
+  if (slots_.size() > keep * 4) {
+    std::vector<uint32_t>().swap(slots_);
+  }
+}
+
+WriteGroup::Change& WriteGroup::ChangeOf(std::string_view cache_key, bool* fresh, uint32_t* index) {
+  *index = keys_.Add(cache_key, fresh);
+  if (*fresh) {
+    if (*index < changes_.size()) {
+      changes_[*index] = Change();
+    } else {
+      changes_.emplace_back();
+    }
+  }
+  return changes_[*index];
+}
+
 bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) const {
-  if (changes_.empty()) {
+  const uint32_t i = keys_.Find(cache_key);
+  if (i == kNone) {
     return false;
   }
-  auto it = changes_.find(cache_key);
-  if (it == changes_.end()) {
-    return false;
-  }
-  *value = it->second.after;
+  *value = changes_[i].after;
   return true;
 }
 
-void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
+void WriteGroup::AddPage(std::string_view page_prefix, std::string_view cache_key,
                          MemCache::Value before, MemCache::Value after, bool whole) {
-  if (!HasPagesOf(page_prefix)) {
-    prefixes_.emplace(page_prefix);
-  }
+  bool fresh = false;
+  (void)prefixes_.Add(page_prefix, &fresh);
   mem_->Put(cache_key, after);
-  auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
-  Change& c = it->second;
+  uint32_t index = 0;
+  Change& c = ChangeOf(cache_key, &fresh, &index);
   if (fresh) {
     c.page = true;
     c.whole = whole;
@@ -166,18 +250,17 @@ void WriteGroup::AddPage(std::string_view page_prefix, std::string cache_key,
   }
   c.after = std::move(after);
   if (c.after) {
-    owned_.insert(c.after.get(), &c);
+    owned_.insert(c.after.get(), index);
   }
 }
 
-void WriteGroup::AddPageInPlace(std::string_view page_prefix, std::string cache_key,
+void WriteGroup::AddPageInPlace(std::string_view page_prefix, std::string_view cache_key,
                                 MemCache::Value value, std::span<const PageRange> ranges) {
-  if (!HasPagesOf(page_prefix)) {
-    prefixes_.emplace(page_prefix);
-  }
+  bool fresh = false;
+  (void)prefixes_.Add(page_prefix, &fresh);
   mem_->Put(cache_key, value);  // (the same value: counts as the key's write, see MemCache)
-  auto [it, fresh] = changes_.try_emplace(std::move(cache_key));
-  Change& c = it->second;
+  uint32_t index = 0;
+  Change& c = ChangeOf(cache_key, &fresh, &index);
   if (fresh) {
     c.page = true;
     c.ranged = true;
@@ -187,26 +270,28 @@ void WriteGroup::AddPageInPlace(std::string_view page_prefix, std::string cache_
     owned_.erase(c.after.get());
   }
   for (const PageRange& r : ranges) {
-    ranges_.emplace_back(&c, r);
+    ranges_.emplace_back(index, r);
   }
   c.after = std::move(value);
-  owned_.insert(c.after.get(), &c);
+  owned_.insert(c.after.get(), index);
 }
 
 void WriteGroup::AddRanges(const std::string* value, std::span<const PageRange> ranges) {
   if (sealed_) {
     return;
   }
-  if (Change* c = owned_.find(value); c != nullptr && c->ranged) {
+  if (const uint32_t i = owned_.find(value); i != kNone && changes_[i].ranged) {
     for (const PageRange& r : ranges) {
-      ranges_.emplace_back(c, r);
+      ranges_.emplace_back(i, r);
     }
   }
 }
 
-void WriteGroup::AddMeta(std::string cache_key, MemCache::Value value) {
+void WriteGroup::AddMeta(std::string_view cache_key, MemCache::Value value) {
   mem_->Put(cache_key, value);
-  changes_[std::move(cache_key)].after = std::move(value);
+  bool fresh = false;
+  uint32_t index = 0;
+  ChangeOf(cache_key, &fresh, &index).after = std::move(value);
 }
 
 void WriteGroup::Fail(const Status& s) {
@@ -216,12 +301,11 @@ void WriteGroup::Fail(const Status& s) {
   Abandon();
 }
 
-std::span<PageRange> WriteGroup::RangesOf(const Change* c) {
-  auto first =
-      std::lower_bound(ranges_.begin(), ranges_.end(), c,
-                       [](const auto& e, const Change* k) { return std::less<>()(e.first, k); });
+std::span<PageRange> WriteGroup::RangesOf(uint32_t change) {
+  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), change,
+                                [](const auto& e, uint32_t k) { return e.first < k; });
   ranges_scratch_.clear();
-  for (auto it = first; it != ranges_.end() && it->first == c; ++it) {
+  for (auto it = first; it != ranges_.end() && it->first == change; ++it) {
     ranges_scratch_.push_back(it->second);
   }
   return ranges_scratch_;
@@ -234,33 +318,32 @@ void WriteGroup::Seal() {
   sealed_ = true;
   owned_.clear();  // (the values are encoded into the write below: no longer changed in place)
   pending_ = Engine::PendingWrite();
-  if (!failed_.ok() || changes_.empty()) {
+  if (!failed_.ok() || empty()) {
     return;
   }
   // In key order: each memtable insert then starts from where the previous one ended (RocksDB
   // keeps the last insert's position in its skiplist), instead of a search from the top of a
   // large skiplist, which for random keys is a chain of cache misses.
   auto& ordered = ordered_;  // (kept: its memory serves every group of this object)
-  ordered.clear();
-  ordered.reserve(changes_.size());
-  for (auto& entry : changes_) {
-    ordered.push_back(&entry);
+  ordered.resize(keys_.size());
+  for (uint32_t i = 0; i < ordered.size(); ++i) {
+    ordered[i] = i;
   }
   std::sort(ordered.begin(), ordered.end(),
-            [](const auto* a, const auto* b) { return a->first < b->first; });
+            [this](uint32_t a, uint32_t b) { return keys_.key(a) < keys_.key(b); });
   // The ranges of each page changed in place, together and in order.
   std::sort(ranges_.begin(), ranges_.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? std::less<>()(a.first, b.first) : a.second.offset < b.second.offset;
+    return a.first != b.first ? a.first < b.first : a.second.offset < b.second.offset;
   });
   batch_.Clear();
   size_t writes = 0;
-  for (const auto* entry : ordered) {
-    const std::string& ck = entry->first;
-    const Change& c = entry->second;
+  for (const uint32_t i : ordered) {
+    const std::string& ck = keys_.key(i);
+    const Change& c = changes_[i];
     const std::string_view key = std::string_view(ck).substr(1);
     if (c.page && c.ranged && !c.whole) {
       // (The page was stored: the cache held its bytes.)
-      const std::span<PageRange> ranges = RangesOf(&c);
+      const std::span<PageRange> ranges = RangesOf(i);
       if (!c.after || AllZeroBytes(*c.after, ranges)) {
         (void)batch_.Delete(engine_->pages_cf(), key);
       } else if (EncodePageRanges(*c.after, ranges, &operand_)) {
@@ -303,8 +386,8 @@ void WriteGroup::OnWriteFailed(void* group) {
 
 void WriteGroup::EraseFromCache() const {
   // The cache holds the group's values: readers must find RocksDB's again.
-  for (const auto& [ck, c] : changes_) {
-    mem_->Erase(ck);
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    mem_->Erase(keys_.key(i));
   }
 }
 
@@ -320,7 +403,7 @@ Status WriteGroup::Commit() {
     return s;
   }
   ClearCommitted();
-  prefixes_.clear();
+  prefixes_.Clear();
   generation_ = engine_->generation();
   return Status::Ok();
 }
@@ -337,12 +420,17 @@ void WriteGroup::Reuse(Engine* engine, MemCache* mem) {
   } else {
     batch_.Clear();
   }
-  if (changes_.bucket_count() > kKeepChanges * 2) {
-    decltype(changes_)().swap(changes_);
-    decltype(prefixes_)().swap(prefixes_);
+  keys_.Trim(kKeepChanges);
+  prefixes_.Trim(kKeepChanges);
+  if (changes_.size() > kKeepChanges) {
+    changes_.resize(kKeepChanges);
+    changes_.shrink_to_fit();
   }
   if (ordered_.capacity() > kKeepChanges) {
     decltype(ordered_)().swap(ordered_);
+  }
+  if (ranges_.capacity() > kKeepChanges * 4) {
+    decltype(ranges_)().swap(ranges_);
   }
   if (operand_.capacity() > kKeepBatchBytes) {
     std::string().swap(operand_);
@@ -354,19 +442,22 @@ void WriteGroup::Reuse(Engine* engine, MemCache* mem) {
 void WriteGroup::ClearCommitted() {
   // The pages' bytes from before the group are mostly held by nobody else now (the cache holds
   // the new ones): their buffers serve the next pages read or copied on this thread.
-  for (auto& [ck, c] : changes_) {
-    RecycleValue(std::move(c.before));
-    RecycleValue(std::move(c.after));
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    RecycleValue(std::move(changes_[i].before));
+    RecycleValue(std::move(changes_[i].after));
   }
-  changes_.clear();
+  keys_.Clear();
   ranges_.clear();
 }
 
 void WriteGroup::Abandon() {
   EraseFromCache();
-  changes_.clear();
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    changes_[i] = Change();  // (the values are let go of now)
+  }
+  keys_.Clear();
   ranges_.clear();
-  prefixes_.clear();
+  prefixes_.Clear();
   owned_.clear();
 }
 

@@ -28,8 +28,6 @@
 #include <span>
 #include <string>
 #include <string_view>
-#include <unordered_map>
-#include <unordered_set>
 #include <vector>
 
 #include "storage/engine.h"
@@ -62,8 +60,8 @@ class WriteGroup {
   // does not allocate them again.
   void Reuse(Engine* engine, MemCache* mem);
   // Enough is collected that the caller should commit before the next command.
-  bool Full() const { return changes_.size() >= kMaxChanges; }
-  bool empty() const { return changes_.empty(); }
+  bool Full() const { return keys_.size() >= kMaxChanges; }
+  bool empty() const { return keys_.size() == 0; }
 
   // ---- for Db and PageCache -------------------------------------------------------------------
   // The newest value of a cache key (MetaCacheKey / PageCacheKey) changed in this group; true
@@ -72,7 +70,7 @@ class WriteGroup {
   // A page of the filter whose pages start with page_prefix changed: before = its bytes when
   // this command read it (nullptr: replaced without reading), after = its new bytes (nullptr:
   // all zeros, not stored).
-  void AddPage(std::string_view page_prefix, std::string cache_key, MemCache::Value before,
+  void AddPage(std::string_view page_prefix, std::string_view cache_key, MemCache::Value before,
                MemCache::Value after, bool whole);
   // Whether value is the newest bytes of a page this group changed, and the group is not
   // sealed: the next command of the group may then change those bytes in place (it holds the
@@ -86,28 +84,50 @@ class WriteGroup {
   // the key's stripe), and ranges are the bytes the command wrote. The group keeps the ranges
   // instead of the page's bytes from before, and writes their bytes (EncodePageRanges); value
   // becomes the group's (Owns).
-  void AddPageInPlace(std::string_view page_prefix, std::string cache_key, MemCache::Value value,
-                      std::span<const PageRange> ranges);
+  void AddPageInPlace(std::string_view page_prefix, std::string_view cache_key,
+                      MemCache::Value value, std::span<const PageRange> ranges);
   // More bytes written in place in a page this group owns (Owns(value)). Needed for the pages
   // of AddPageInPlace; the others keep their bytes from before the group, and the group
   // compares them instead.
   void AddRanges(const std::string* value, std::span<const PageRange> ranges);
   // Whether AddRanges wants the ranges of this value (a page of AddPageInPlace).
   bool TakesRanges(const std::string* value) const {
-    const Change* c = sealed_ ? nullptr : owned_.find(value);
-    return c != nullptr && c->ranged;
+    const uint32_t i = sealed_ ? kNone : owned_.find(value);
+    return i != kNone && changes_[i].ranged;
   }
   // A metadata record's new value (nullptr = deleted).
-  void AddMeta(std::string cache_key, MemCache::Value value);
+  void AddMeta(std::string_view cache_key, MemCache::Value value);
   // Whether this group changed a page of that filter.
   bool HasPagesOf(std::string_view page_prefix) const {
-    return prefixes_.find(page_prefix) != prefixes_.end();
+    return prefixes_.Find(page_prefix) != kNone;
   }
   // A write that had to commit the group first failed: the group fails with it.
   void Fail(const Status& s);
 
  private:
   static constexpr size_t kMaxChanges = 8192;  // ~16 MiB of 2 KiB pages (before and after)
+  static constexpr uint32_t kNone = UINT32_MAX;
+  // Strings by index (0, 1, ... in the order added) in one array, found through an
+  // open-addressing table. Clear() keeps the strings' buffers, so the next group's keys are
+  // written into them: a group's changes allocate nothing once an io thread has run a few.
+  class KeyTable {
+   public:
+    uint32_t Find(std::string_view key) const;
+    // The key's index, added when new (*fresh).
+    uint32_t Add(std::string_view key, bool* fresh);
+    const std::string& key(uint32_t i) const { return keys_[i]; }
+    size_t size() const { return used_; }
+    void Clear();
+    // Clear() and give back the memory of more than `keep` keys.
+    void Trim(size_t keep);
+
+   private:
+    static size_t Hash(std::string_view key) { return std::hash<std::string_view>{}(key); }
+    void Grow();
+    std::vector<std::string> keys_;  // [0, used_): the keys; beyond: buffers for later ones
+    std::vector<uint32_t> slots_;    // index + 1, 0 = empty; a power of two
+    size_t used_ = 0;
+  };
   struct Change {
     bool page = false;
     bool whole = false;
@@ -117,21 +137,24 @@ class WriteGroup {
     MemCache::Value after;   // nullptr: deleted / all zeros
   };
   void Abandon();
-  void ClearCommitted();  // changes_, once stored
+  void ClearCommitted();  // the changes, once stored
+  // The change of a cache key, made (empty) when new.
+  Change& ChangeOf(std::string_view cache_key, bool* fresh, uint32_t* index);
   void EraseFromCache() const;
   static void OnWriteFailed(void* group);
 
   Engine* engine_;
   MemCache* mem_;
-  std::unordered_map<std::string, Change, StringKeyHash, std::equal_to<>> changes_;  // by cache key
-  std::unordered_set<std::string, StringKeyHash, std::equal_to<>> prefixes_;
+  KeyTable keys_;                // the changes' cache keys
+  std::vector<Change> changes_;  // changes_[i]: the change of keys_.key(i)
+  KeyTable prefixes_;            // the page prefixes of the filters with changed pages
   // A map of pointers to their change in one array (open addressing, linear probing): asked for
   // every page a grouped writer reads, where a node-based set cost 8% of a CF.INSERT.
   class PointerMap {
    public:
-    bool contains(const void* p) const { return find(p) != nullptr; }
-    Change* find(const void* p) const;
-    void insert(const void* p, Change* change);
+    bool contains(const void* p) const { return find(p) != kNone; }
+    uint32_t find(const void* p) const;  // the change's index
+    void insert(const void* p, uint32_t change);
     void erase(const void* p);
     void clear();
 
@@ -142,7 +165,7 @@ class WriteGroup {
       return static_cast<size_t>((p * 0x9E3779B97F4A7C15ULL) >> shift_);
     }
     void Grow();
-    std::vector<std::pair<uintptr_t, Change*>> slots_;
+    std::vector<std::pair<uintptr_t, uint32_t>> slots_;
     size_t used_ = 0;  // slots not empty (live or erased)
     unsigned shift_ = 64;
   };
@@ -151,13 +174,13 @@ class WriteGroup {
   uint64_t generation_;  // Engine::generation() when the group started reading
   bool sealed_ = false;
   // Seal's scratch, kept between groups: the changes in key order, a page's delta operand.
-  std::vector<std::pair<const std::string, Change>*> ordered_;
+  std::vector<uint32_t> ordered_;
   // The bytes written in the pages changed in place (Change::ranged), by change, in one array
   // for the whole group.
-  std::vector<std::pair<const Change*, PageRange>> ranges_;
+  std::vector<std::pair<uint32_t, PageRange>> ranges_;
   std::vector<PageRange> ranges_scratch_;  // RangesOf's answer
   // The ranges of a page changed in place (ranges_ sorted first).
-  std::span<PageRange> RangesOf(const Change* c);
+  std::span<PageRange> RangesOf(uint32_t change);
   std::string operand_;
   rocksdb::WriteBatch batch_;
   Engine::PendingWrite pending_;

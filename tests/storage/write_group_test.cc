@@ -244,6 +244,10 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   for (const auto& item : committed) {
     (void)Add(db, kAlone, "f", item);
   }
+  // A group committed before the failure, kept for reuse as an io thread keeps its last one.
+  WriteGroup spare(&engine, &db.cache());
+  CHECK(Add(db, In(&spare), "f", "spare-0") == core::InsertResult::kInserted);
+  REQUIRE(spare.Commit().ok());
   // Stop RocksDB's writes: no flush can run and the memtables fill up.
   REQUIRE(engine.db()->PauseBackgroundWork().ok());
   const std::string filler(4096, 'v');
@@ -274,10 +278,15 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   CHECK(Cached(db, kAlone, "f", committed) == std::vector<uint64_t>(committed.size(), 1));
   auto meta = db.CfInfo(kAlone, 0, "f");
   REQUIRE(meta.ok());
-  CHECK(meta->size == committed.size());
-  // And writes work again.
+  CHECK(meta->size == committed.size() + 1);
+  // And writes work again, alone and in the reused group (which reads from now on: it is not
+  // failed for a failure that came after its last commit).
   CHECK(Add(db, kAlone, "f", lost[0]) == core::InsertResult::kInserted);
   CHECK(Stored(db, "f", {lost[0]}) == std::vector<uint64_t>{1});
+  spare.Reuse(&engine, &db.cache());
+  CHECK(Add(db, In(&spare), "f", lost[1]) == core::InsertResult::kInserted);
+  REQUIRE(spare.Commit().ok());
+  CHECK(Stored(db, "f", {lost[1], "spare-0"}) == std::vector<uint64_t>{1, 1});
   engine.Close();
 }
 
