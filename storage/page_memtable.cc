@@ -85,7 +85,7 @@ constexpr int kMaxHeight = 12;  // with a branching factor of 4: up to ~16M page
 // One user key (a page) and its entries, newest first. Its `height` skiplist links follow it.
 // (Kept small: at scale most entries of a memtable are of pages with no other entry.)
 struct Page {
-  const char* user = nullptr;  // the user key, inside the page's first entry
+  const char* user = nullptr;  // the user key, a copy after the links
   std::atomic<Entry*> head{nullptr};
   std::atomic<Page*> chain{nullptr};  // the next page in the same hash bucket
   uint32_t user_len = 0;
@@ -297,8 +297,9 @@ class PageRep final : public MemTableRep {
   }
 
  private:
-  Page* NewPage(int height) {
-    char* mem = arena_.Allocate(sizeof(Page) + height * sizeof(std::atomic<Page*>));
+  // A page node with its links and room for key_len bytes of key after them.
+  Page* NewPage(int height, size_t key_len = 0) {
+    char* mem = arena_.Allocate(sizeof(Page) + height * sizeof(std::atomic<Page*>) + key_len);
     auto* p = new (mem) Page;
     p->height = static_cast<uint16_t>(height);
     for (int i = 0; i < height; ++i) {
@@ -322,8 +323,13 @@ class PageRep final : public MemTableRep {
   }
 
   void AddPage(Entry* first, const Parsed& k, size_t hash) {
-    Page* p = NewPage(RandomHeight());
-    p->user = k.user;
+    // The page keeps a copy of its key beside its links: the inserts and lookups of the page
+    // compare it there instead of in the first entry, which is far away in the arena (and no
+    // longer in the CPU's caches) once other entries have been added.
+    Page* p = NewPage(RandomHeight(), k.user_len);
+    char* key = reinterpret_cast<char*>(p->links() + p->height);
+    std::memcpy(key, k.user, k.user_len);
+    p->user = key;
     p->user_len = static_cast<uint32_t>(k.user_len);
     p->hash_tag = HashTag(hash);
     first->next.store(nullptr, std::memory_order_relaxed);
