@@ -370,6 +370,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   pages_opts.merge_operator = NewPageMergeOperator();
   if (options.page_memtable) {
     pages_opts.memtable_factory = NewPageMemTableFactory(options.write_buffer_bytes);
+    e->pages_memtable_ = pages_opts.memtable_factory;
     // The metadata records too: every filter write rewrites its key's record (numItems), so
     // over many filters the default skiplist of every version of every record cost a quarter
     // of a CF.ADD; here a record's newest version is one hash probe away.
@@ -731,6 +732,9 @@ Status Engine::WriteNow(rocksdb::WriteBatch* batch) {
   // RocksDB would block a write during a stall for as long as the stall lasts; this one asks to
   // fail instead (no_slowdown) and waits in short sleeps, up to write_stall_timeout_ms.
   wo.no_slowdown = true;
+  if (pages_memtable_) {
+    PrefetchPageInserts(*pages_memtable_, pages_cf()->GetID(), *batch);
+  }
   auto rs = db_->Write(wo, batch);
   if (rs.IsIncomplete()) {
     const auto deadline = std::chrono::steady_clock::now() +

@@ -191,6 +191,9 @@ class Engine {
   std::unique_ptr<rocksdb::DB> db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
   std::shared_ptr<rocksdb::Cache> cache_;
+  // The pages' memtable representation (storage/page_memtable.h), or null (RocksDB's own):
+  // WriteNow prefetches what its inserts read.
+  std::shared_ptr<rocksdb::MemTableRepFactory> pages_memtable_;
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::shared_ptr<struct FilterContext> filter_context_;
 
