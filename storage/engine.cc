@@ -416,7 +416,6 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
   }
   e->next_version_ = reserved + 1;
   e->reserved_until_ = reserved;
-  e->last_save_unix_ = NowMs() / 1000;
   if (!options.read_only) {
     e->sync_thread_ = std::thread([p = e.get()] { p->SyncLoop(); });
   }

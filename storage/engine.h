@@ -156,6 +156,7 @@ class Engine {
   FsyncMode fsync() const { return fsync_.load(); }
 
   EngineStats Stats();
+  // Seconds since the epoch of the last SAVE/BGSAVE of this run; 0 before the first one.
   uint64_t last_save_unix() const { return last_save_unix_.load(); }
   // Approximate bytes on disk and in memtables of a key range in one column family.
   uint64_t ApproximateSize(rocksdb::ColumnFamilyHandle* cf, const std::string& begin,
