@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "core/chain_index.h"
 #include "core/murmur.h"
 #include "core/slots.h"
 
@@ -46,6 +47,22 @@ inline const uint8_t* ReadBucket(BucketAccess& access, std::span<const uint8_t* 
 
 // The free-slot pass: newest sub-filter first, primary then alternate bucket, lowest empty slot.
 Step StoreInFreeSlot(const FilterMeta& meta, BucketAccess& access, const ItemHash& item) {
+  if (const ChainIndex* index = access.Index(meta)) {
+    // (the index names the sub-filter the scan below would stop at)
+    const uint64_t n = meta.base_num_buckets;
+    const uint64_t candidates[2] = {PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n)};
+    const uint32_t f = index->NewestWithRoom(candidates[0], candidates[1]);
+    if (f == ChainIndex::kNone) {
+      return Step::kFailed;
+    }
+    for (uint64_t b : candidates) {
+      const Placed placed = PlaceInBucket(access, f, b, meta.bucket_size, item.fp);
+      if (placed != Placed::kNoRoom) {
+        return placed == Placed::kYes ? Step::kDone : Step::kIoError;
+      }
+    }
+    return Step::kIoError;  // (an index that disagrees with the bytes: never stored wrongly)
+  }
   auto resident = access.Resident();
   const uint32_t bucket_size = meta.bucket_size;
   const bool same_size = meta.expansion == 1;
@@ -222,6 +239,10 @@ bool Exists(const FilterMeta& meta, BucketAccess& access, const ItemHash& item, 
     SetIoError(io_error, true);
     return false;
   }
+  if (const ChainIndex* index = access.Index(meta)) {
+    const uint64_t n = meta.base_num_buckets;
+    return index->Contains(PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n), item.fp);
+  }
   auto resident = access.Resident();
   const uint32_t bucket_size = meta.bucket_size;
   const bool same_size = meta.expansion == 1;
@@ -266,6 +287,10 @@ uint64_t Count(const FilterMeta& meta, BucketAccess& access, const ItemHash& ite
   if (!MetaUsable(meta)) {
     SetIoError(io_error, true);
     return 0;
+  }
+  if (const ChainIndex* index = access.Index(meta)) {
+    const uint64_t n = meta.base_num_buckets;
+    return index->Count(PrimaryBucket(item.hash, n), AltBucket(item.hash, item.fp, n), item.fp);
   }
   uint64_t total = 0;
   auto resident = access.Resident();

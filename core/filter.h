@@ -13,6 +13,8 @@
 
 namespace cuckood::core {
 
+class ChainIndex;  // (core/chain_index.h)
+
 inline constexpr uint64_t kAltMultiplier = 0x5bd1e995ULL;
 // RedisBloom stores the sub-filter count in a u16; growth past it fails.
 inline constexpr uint32_t kMaxSubFilters = 65535;
@@ -89,6 +91,13 @@ class BucketAccess {
   // Called by long operations (compaction) between whole fingerprint moves; the storage may commit
   // what is dirty and drop its cache. false = storage error (the operation stops).
   virtual bool Checkpoint() { return true; }
+  // The index of a long chain of equal sub-filters that describes these bytes (grown to
+  // meta.num_filters), or nullptr: insert and lookup then ask it instead of scanning the chain
+  // (core/chain_index.h).
+  virtual ChainIndex* Index(const FilterMeta& meta) {
+    (void)meta;
+    return nullptr;
+  }
 };
 
 enum class InsertResult {
