@@ -76,6 +76,9 @@ rocksdb::ReadOptions PageCache::ReadOpts() const {
 }
 
 uint64_t PageCache::Buckets(uint32_t f) {
+  if (meta_->expansion == 1) {
+    return core::SubFilterBuckets(*meta_, 0);  // (all equal: no table as long as the chain)
+  }
   if (f >= buckets_.size()) {
     size_t old = buckets_.size();
     buckets_.resize(f + 1);

@@ -185,7 +185,9 @@ class PageCache final : public core::BucketAccess {
     return pages_.find(Id(f, page)) != pages_.end();
   }
   Page* Remember(uint32_t f, uint64_t page, Page* p) {
-    if (page == 0 && p != nullptr) {
+    // (only while the sub-filters come about in order, as a scan of the chain reads them: a
+    // command that reads the newest of 65,535 sub-filters alone keeps its page in pages_ only)
+    if (page == 0 && p != nullptr && f < std::max<size_t>(64, first_pages_.size() * 2)) {
       if (f >= first_pages_.size()) {
         first_pages_.resize(std::max<size_t>(f + 1, first_pages_.size() * 2), nullptr);
         resident_.resize(first_pages_.size(), nullptr);
@@ -197,7 +199,7 @@ class PageCache final : public core::BucketAccess {
   }
   // resident_[f] after page 0 of sub-filter f moved or changed (its bytes may have moved).
   void SetResident(uint32_t f, const Page* p) {
-    if (f < resident_.size()) {
+    if (f < resident_.size() && first_pages_[f] == p) {
       const uint64_t n = Buckets(f);
       const bool one_page = n != 0 && geo_.PageOf(n - 1) == 0;
       resident_[f] = one_page ? reinterpret_cast<const uint8_t*>(p->data()) : nullptr;
