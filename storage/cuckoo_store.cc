@@ -6,6 +6,7 @@
 #include <optional>
 #include <span>
 
+#include "core/chain_index.h"
 #include "storage/db.h"
 #include "storage/page_cache.h"
 #include "storage/write_group.h"
@@ -81,6 +82,26 @@ core::Limits Db::LimitsFor(const Metadata& meta, const CfSettings& settings) con
   limits.max_filter_bytes = EffectiveMaxFilterBytes(
       settings.max_filter_bytes, meta.cuckoo.page_size, meta.cuckoo.filter.bucket_size);
   return limits;
+}
+
+std::shared_ptr<core::ChainIndex> Db::ChainIndexFor(std::string_view prefix,
+                                                    const core::FilterMeta& filter,
+                                                    PageCache* pages) {
+  if (!core::ChainIndex::Suits(filter) || chain_indexes_.budget() == 0) {
+    return nullptr;
+  }
+  if (auto kept = chain_indexes_.Find(prefix)) {
+    if (kept->Matches(filter) && kept->num_filters() == filter.num_filters) {
+      return kept;
+    }
+  }
+  const uint64_t drops = chain_indexes_.drops();
+  auto built = std::make_shared<core::ChainIndex>();
+  if (!built->Build(filter, *pages)) {
+    return nullptr;  // (the caller's own reads report a storage error)
+  }
+  chain_indexes_.Keep(prefix, built, drops);
+  return built;
 }
 
 StatusOr<Metadata> Db::NewFilter(uint64_t capacity, uint16_t bucket_size, uint16_t max_iterations,
@@ -171,20 +192,60 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   }
   auto hashes = HashAll(items);
   auto& filter = meta.cuckoo.filter;
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_, scope.group);
+  const std::string prefix = PagePrefix(ns, key, meta);
+  PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
   cache.ChangeGroupPagesInPlace();
-  if (nx) {
-    cache.Prefetch(hashes);  // (the item is looked for first, in every candidate bucket)
-  } else {
-    cache.PrefetchForInsert(hashes);
+  // A long chain's index names the sub-filter each item goes to: only its pages are read. (A
+  // chain that grows long during the command gets one then.)
+  std::shared_ptr<core::ChainIndex> index;
+  std::optional<core::IndexedAccess> indexed;
+  core::BucketAccess* access = &cache;
+  bool may_index = true;
+  auto use_index = [&] {
+    if (may_index && !index && core::ChainIndex::Suits(filter)) {
+      may_index = false;
+      index = ChainIndexFor(prefix, filter, &cache);
+      if (index) {
+        indexed.emplace(cache, *index);
+        access = &*indexed;
+      }
+    }
+  };
+  use_index();
+  if (!index) {
+    if (nx) {
+      cache.Prefetch(hashes);  // (the item is looked for first, in every candidate bucket)
+    } else {
+      cache.PrefetchForInsert(hashes);
+    }
   }
+  // Any failure from here on leaves the kept index behind the bytes: it is dropped.
+  auto drop_index = [&] {
+    if (index) {
+      chain_indexes_.Drop(prefix);
+      indexed.reset();
+      index.reset();
+      access = &cache;
+    }
+  };
   const core::Limits limits = LimitsFor(meta, settings);
   out.results.reserve(hashes.size());
   bool changed = created;
   for (const auto& h : hashes) {
-    auto r = core::Insert(filter, cache, h, nx, limits);
+    use_index();
+    const bool with_index = indexed.has_value();
+    auto r = core::Insert(filter, *access, h, nx, limits);
+    if (with_index && !indexed->Settle(filter)) {
+      drop_index();
+    }
+    if (r == core::InsertResult::kIoError && with_index && cache.status().ok()) {
+      // The index disagreed with the bytes (it named a sub-filter without room): nothing was
+      // stored; the item goes in by a scan, and the index is built again by the next command.
+      drop_index();
+      r = core::Insert(filter, cache, h, nx, limits);
+    }
     if (r == core::InsertResult::kIoError) {
+      drop_index();
       return cache.status();
     }
     changed |= r == core::InsertResult::kInserted;
@@ -197,6 +258,7 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   meta.size = filter.num_items;
   auto s = CommitFilter(scope, &cache, meta_key, meta);
   if (!s.ok()) {
+    drop_index();
     return s;
   }
   return out;
@@ -358,6 +420,22 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(const Scope& scope, uint16_t ns, st
   if (ro.snapshot == nullptr && LookupCached(**m, hashes, count, &cache, &out)) {
     return out;
   }
+  if (ro.snapshot == nullptr) {
+    // A long chain's index answers without reading a page.
+    const core::FilterMeta& filter = meta.cuckoo.filter;
+    auto index = ChainIndexFor((*m)->page_prefix, filter, &cache);
+    if (index && index->num_filters() == filter.num_filters) {
+      const uint64_t n = filter.base_num_buckets;
+      for (size_t i = 0; i < hashes.size(); ++i) {
+        const uint64_t b0 = core::PrimaryBucket(hashes[i].hash, n);
+        const uint64_t b1 = core::AltBucket(hashes[i].hash, hashes[i].fp, n);
+        out[i] = count ? index->Count(b0, b1, hashes[i].fp)
+                       : (index->Contains(b0, b1, hashes[i].fp) ? 1 : 0);
+      }
+      pages_loaded_ += cache.pages_loaded();
+      return out;
+    }
+  }
   cache.Prefetch(hashes, /*all=*/true);
   for (size_t i = 0; i < hashes.size(); ++i) {
     bool io_error = false;
@@ -383,8 +461,21 @@ StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view ke
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_, scope.group);
+  const std::string prefix = PagePrefix(ns, key, meta);
+  PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
+  // A kept chain index follows the delete (not one built for it: the delete scans the chain).
+  std::shared_ptr<core::ChainIndex> index;
+  if (core::ChainIndex::Suits(filter) && chain_indexes_.budget() != 0) {
+    index = chain_indexes_.Find(prefix);
+    if (index && !index->Matches(filter)) {
+      chain_indexes_.Drop(prefix);
+      index.reset();
+    }
+  }
+  std::optional<core::IndexedAccess> indexed;
+  if (index) {
+    indexed.emplace(cache, *index);
+  }
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
     meta.size = filter.num_items;
     auto encoded = EncodeMetadata(meta);
@@ -393,8 +484,13 @@ StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view ke
   });
   auto h = core::HashItem(item);
   cache.Prefetch(std::span<const core::ItemHash>(&h, 1));
-  auto r = core::Delete(filter, cache, h);
+  auto r = indexed ? core::Delete(filter, *indexed, h) : core::Delete(filter, cache, h);
   pages_loaded_ += cache.pages_loaded();
+  // (a delete that compacted the chain, or failed, leaves the index behind)
+  if (indexed && (r == core::DeleteResult::kIoError || !indexed->Settle(filter))) {
+    chain_indexes_.Drop(prefix);
+    index.reset();
+  }
   if (r == core::DeleteResult::kIoError) {
     return cache.status();
   }
@@ -404,6 +500,9 @@ StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view ke
   meta.size = filter.num_items;
   auto s = CommitFilter(scope, &cache, meta_key, meta);
   if (!s.ok()) {
+    if (index) {
+      chain_indexes_.Drop(prefix);
+    }
     return s;
   }
   return true;
@@ -420,8 +519,9 @@ Status Db::CfCompact(const Scope& scope, uint16_t ns, std::string_view key, cons
   Metadata meta = std::move(**m);
   auto& filter = meta.cuckoo.filter;
   const std::string meta_key = EncodeMetaKey(ns, key);
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &filter, meta.cuckoo.page_size,
-                  &mem_, scope.group);
+  const std::string prefix = PagePrefix(ns, key, meta);
+  chain_indexes_.Drop(prefix);  // (moves fingerprints and drops sub-filters: built again later)
+  PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
   cache.set_on_checkpoint([&](rocksdb::WriteBatch* batch) {
     auto encoded = EncodeMetadata(meta);
     (void)batch->Put(engine_->metadata_cf(), meta_key, encoded);
@@ -544,8 +644,10 @@ Status Db::CfLoadChunk(const Scope& scope, uint16_t ns, std::string_view key, in
   if (!range) {
     return Status(Code::kInvalid, Reason::kBadChunk);
   }
-  PageCache cache(engine_, nullptr, PagePrefix(ns, key, meta), &meta.cuckoo.filter,
-                  meta.cuckoo.page_size, &mem_, scope.group);
+  const std::string prefix = PagePrefix(ns, key, meta);
+  chain_indexes_.Drop(prefix);  // (the chunk's bytes replace what the index describes)
+  PageCache cache(engine_, nullptr, &prefix, &meta.cuckoo.filter, meta.cuckoo.page_size, &mem_,
+                  scope.group);
   auto s = cache.WriteRange(range->filter, range->offset, data);
   if (!s.ok()) {
     return s;

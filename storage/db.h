@@ -25,6 +25,7 @@
 #include "core/dump.h"
 #include "core/filter.h"
 #include "core/rdb.h"
+#include "storage/chain_indexes.h"
 #include "storage/engine.h"
 #include "storage/format.h"
 #include "storage/locks.h"
@@ -209,6 +210,8 @@ class Db {
   // Number of pages RocksDB served to page caches (INFO).
   uint64_t pages_loaded() const { return pages_loaded_.load(); }
   MemCache& cache() { return mem_; }
+  // The kept indexes of long chains (INFO, tests).
+  ChainIndexes& chain_indexes() { return chain_indexes_; }
 
  private:
   StatusOr<std::optional<Metadata>> GetWith(const Scope& scope, const rocksdb::ReadOptions& ro,
@@ -223,6 +226,13 @@ class Db {
   StatusOr<Metadata> NewFilter(uint64_t capacity, uint16_t bucket_size, uint16_t max_iterations,
                                uint16_t expansion, const CfSettings& settings);
   core::Limits LimitsFor(const Metadata& meta, const CfSettings& settings) const;
+  // The chain index (core/chain_index.h) of the filter with this page prefix and metadata, the
+  // kept one or one built now through `pages` (and kept); nullptr when the chain does not suit
+  // one or its pages cannot be read. The caller holds the key's stripe, and reads without a
+  // snapshot.
+  std::shared_ptr<core::ChainIndex> ChainIndexFor(std::string_view prefix,
+                                                  const core::FilterMeta& filter,
+                                                  class PageCache* pages);
   // A metadata change to publish to the cache once its batch is committed (meta null = gone).
   struct MetaChange {
     const std::string& meta_key;
@@ -257,6 +267,8 @@ class Db {
   std::unique_ptr<std::atomic<uint16_t>[]> ns_of_db_;
   std::unique_ptr<std::atomic<uint16_t>[]> db_of_ns_;
   LockManager locks_;
+  // (before mem_, whose erase hook it is: destroyed after it)
+  ChainIndexes chain_indexes_;
   MemCache mem_;
   std::atomic<uint64_t> pages_loaded_{0};
   std::atomic<uint64_t> scan_seq_{0};

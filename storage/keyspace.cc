@@ -137,6 +137,7 @@ Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
       locks_(lock_stripes),
       mem_(cache_bytes) {
   scan_cursors_.resize(kScanCursorSlots);
+  mem_.set_on_erase([this](std::string_view key) { chain_indexes_.OnCacheErase(key); });
   for (size_t i = 0; i < kNamespaces; ++i) {
     ns_of_db_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);
     db_of_ns_[i].store(static_cast<uint16_t>(i), std::memory_order_relaxed);

@@ -386,16 +386,21 @@ void MemCache::Put(std::string_view key, Value value) {
 }
 
 void MemCache::Erase(std::string_view key) {
-  Shard& s = ShardOf(key);
-  const uint64_t hash = Index::Hash(key);
-  std::lock_guard lock(s.mu);
-  EpochOf(s, hash).fetch_add(1, std::memory_order_release);
-  if (EntryIt* found = s.index.Find(hash, key)) {
-    const EntryIt entry = *found;
-    s.bytes -= Cost(*entry);
-    s.index.Erase(hash, key);
-    Retire(s, std::move(entry->value));
-    s.lru.erase(entry);
+  {
+    Shard& s = ShardOf(key);
+    const uint64_t hash = Index::Hash(key);
+    std::lock_guard lock(s.mu);
+    EpochOf(s, hash).fetch_add(1, std::memory_order_release);
+    if (EntryIt* found = s.index.Find(hash, key)) {
+      const EntryIt entry = *found;
+      s.bytes -= Cost(*entry);
+      s.index.Erase(hash, key);
+      Retire(s, std::move(entry->value));
+      s.lru.erase(entry);
+    }
+  }
+  if (on_erase_) {
+    on_erase_(key);
   }
 }
 
@@ -411,6 +416,9 @@ void MemCache::Clear() {
     }
     s->lru.clear();
     s->bytes = 0;
+  }
+  if (on_erase_) {
+    on_erase_({});
   }
 }
 

@@ -15,6 +15,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -100,6 +101,10 @@ class MemCache {
   // Forgets a key (its next read goes to RocksDB), e.g. a change that was not committed.
   void Erase(std::string_view key);
   void Clear();
+  // Called after every Erase with its key, and after every Clear with an empty key, by the
+  // thread that made it: what others keep about cached values (e.g. Db's chain indexes) follows.
+  // Set before the cache is shared.
+  void set_on_erase(std::function<void(std::string_view)> fn) { on_erase_ = std::move(fn); }
 
   uint64_t hits() const { return Sum(&Shard::hits); }
   uint64_t misses() const { return Sum(&Shard::misses); }
@@ -190,6 +195,7 @@ class MemCache {
   static void Reclaim(Shard& s);
   uint64_t Sum(uint64_t Shard::*counter) const;  // of every shard
 
+  std::function<void(std::string_view)> on_erase_;
   uint64_t capacity_;
   uint64_t shard_capacity_;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <rocksdb/db.h>
+#include <rocksdb/write_batch.h>
 #include <stdlib.h>
 
 #include <catch2/catch.hpp>
@@ -125,6 +126,32 @@ inline std::optional<std::string> RawMeta(Engine& e, uint16_t ns, std::string_vi
   }
   REQUIRE(s.ok());
   return v;
+}
+
+// Options of a small engine in dir whose stalled writes fail after `stall_timeout_ms` instead of
+// waiting (see StallWrites).
+inline EngineOptions StallingOptions(const std::string& dir, uint64_t stall_timeout_ms = 200) {
+  EngineOptions o;
+  o.dir = dir;
+  o.fsync = FsyncMode::kNo;
+  o.block_cache_bytes = 8ULL << 20;
+  o.write_buffer_bytes = 256ULL << 10;
+  o.write_stall_timeout_ms = stall_timeout_ms;
+  return o;
+}
+
+// Stops RocksDB's background work and fills the memtables until a write fails: every write then
+// fails (busy) until engine.db()->ContinueBackgroundWork().
+inline void StallWrites(Engine& engine) {
+  REQUIRE(engine.db()->PauseBackgroundWork().ok());
+  const std::string filler(4096, 'v');
+  for (int i = 0; i < 4000; ++i) {
+    rocksdb::WriteBatch batch;
+    REQUIRE(batch.Put(engine.pages_cf(), "filler-" + std::to_string(i), filler).ok());
+    if (!engine.Write(&batch).ok()) {
+      break;
+    }
+  }
 }
 
 // Settings with small pages, so that small filters span many pages.

@@ -229,13 +229,7 @@ TEST_CASE("a write of the group's scope that is not grouped commits the group fi
 TEST_CASE("a failed commit stores nothing of the group and forgets its cached changes",
           "[write_group]") {
   TempDir dir;
-  EngineOptions o;
-  o.dir = dir.path();
-  o.fsync = FsyncMode::kNo;
-  o.block_cache_bytes = 8ULL << 20;
-  o.write_buffer_bytes = 256ULL << 10;
-  o.write_stall_timeout_ms = 200;
-  auto opened = Engine::Open(o);
+  auto opened = Engine::Open(StallingOptions(dir.path()));
   REQUIRE(opened.ok());
   auto& engine = **opened;
   Db db(&engine, 64);
@@ -249,15 +243,7 @@ TEST_CASE("a failed commit stores nothing of the group and forgets its cached ch
   CHECK(Add(db, In(&spare), "f", "spare-0") == core::InsertResult::kInserted);
   REQUIRE(spare.Commit().ok());
   // Stop RocksDB's writes: no flush can run and the memtables fill up.
-  REQUIRE(engine.db()->PauseBackgroundWork().ok());
-  const std::string filler(4096, 'v');
-  for (int i = 0; i < 4000; ++i) {
-    rocksdb::WriteBatch batch;
-    REQUIRE(batch.Put(engine.pages_cf(), "filler-" + std::to_string(i), filler).ok());
-    if (!engine.Write(&batch).ok()) {
-      break;
-    }
-  }
+  StallWrites(engine);
   const auto lost = Items(30, "lost-");
   Status failed;
   {
