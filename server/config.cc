@@ -522,6 +522,10 @@ std::vector<OptionRow> BuildTable() {
                         "In-memory cache of filter pages and metadata in front of RocksDB; 0 = "
                         "none",
                         false, &C::cache_size, 0, kInt64Max));
+  t.push_back(MemoryRow("chain-index-memory",
+                        "Memory for the indexes of filters with long chains of equal sub-filters "
+                        "(lookups and inserts without a pass over the chain); 0 = none",
+                        false, &C::chain_index_memory, 0, kInt64Max));
   t.push_back(
       WithEffect(IntRow("slowlog-log-slower-than",
                         "Log commands slower than this many microseconds; -1 = off, 0 = all", true,

@@ -40,7 +40,8 @@ struct Config {
   uint64_t pubsub_output_soft_limit = 8ULL << 20;
   int64_t pubsub_output_soft_seconds = 60;
   uint64_t block_cache_size = 256ULL << 20;
-  uint64_t cache_size = 256ULL << 20;  // in-memory cache of decoded metadata and pages
+  uint64_t cache_size = 256ULL << 20;         // in-memory cache of decoded metadata and pages
+  uint64_t chain_index_memory = 64ULL << 20;  // indexes of long chains of sub-filters; 0 = none
   uint64_t write_buffer_size = 64ULL << 20;
   std::string memtable = "pages";
   int64_t slowlog_log_slower_than = 10000;  // microseconds; <0 disables, 0 logs everything

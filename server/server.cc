@@ -155,6 +155,7 @@ void Server::Start() {
   }
   engine_ = std::move(*engine);
   db_ = std::make_unique<storage::Db>(engine_.get(), kLockStripes, cfg.cache_size);
+  db_->chain_indexes().set_budget(cfg.chain_index_memory);
   background_.Open(2);
   if (cfg.cluster_enabled) {
     cluster_ = OpenClusterState(cfg);  // before the listeners: no client sees a node without it

@@ -346,6 +346,10 @@ void RocksDbSection(Server& server, Lines& l) {
   l.Add("cache_capacity", cache.capacity());
   l.Add("cache_hits", cache.hits());
   l.Add("cache_misses", cache.misses());
+  auto& chains = server.db().chain_indexes();
+  l.Add("chain_indexes", chains.count());
+  l.Add("chain_index_bytes", chains.bytes());
+  l.Add("chain_index_builds", chains.builds());
 }
 
 std::string_view Title(std::string_view section) {

@@ -6,7 +6,7 @@ sub-filters, and ends with every filter's SCANDUMP; the servers are then restart
 again."""
 import random
 
-from cuckood_testlib import RawClient, encode
+from cuckood_testlib import RawClient, run_pipelined
 
 FILTERS = ["f%d" % i for i in range(6)]
 CACHES = ["0", "65536", "1048576", "268435456"]
@@ -42,19 +42,6 @@ def random_session(seed, commands):
         else:
             out.append(["CF.INFO", name])
     return out
-
-
-def run_pipelined(port, commands, batch=64):
-    client = RawClient(port)
-    replies = []
-    try:
-        for start in range(0, len(commands), batch):
-            chunk = commands[start:start + batch]
-            client.send_raw(b"".join(encode(c) for c in chunk))
-            replies.extend(client.read_reply() for _ in chunk)
-    finally:
-        client.close()
-    return replies
 
 
 def dump_all(port):

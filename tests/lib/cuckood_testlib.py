@@ -144,6 +144,20 @@ class RawClient:
         return self.read_reply()
 
 
+def run_pipelined(port, commands, batch=64):
+    """Sends the commands on one connection, `batch` at a time, and returns every reply's bytes."""
+    client = RawClient(port)
+    replies = []
+    try:
+        for start in range(0, len(commands), batch):
+            chunk = commands[start:start + batch]
+            client.send_raw(b"".join(encode(c) for c in chunk))
+            replies.extend(client.read_reply() for _ in chunk)
+    finally:
+        client.close()
+    return replies
+
+
 def start_real_redis(prefix, *extra):
     """Debian's redis-server on a free loopback port, no persistence, as a baseline to compare
     replies with. Returns (proc, port, dir); the caller terminates proc. Skips the test when
