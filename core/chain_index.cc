@@ -8,7 +8,8 @@ namespace cuckood::core {
 
 bool ChainIndex::Suits(const FilterMeta& meta) {
   return meta.expansion == 1 && meta.num_filters >= kMinFilters && meta.bucket_size != 0 &&
-         meta.base_num_buckets != 0 && meta.base_num_buckets <= kMaxBuckets;
+         meta.base_num_buckets != 0 && meta.base_num_buckets <= kMaxBuckets &&
+         meta.num_filters * meta.base_num_buckets <= kMaxChainBuckets;
 }
 
 bool ChainIndex::Build(const FilterMeta& meta, BucketAccess& access) {

@@ -29,6 +29,9 @@ class ChainIndex {
   static constexpr uint32_t kMinFilters = 128;
   // Larger sub-filters are not indexed: the counts take 1 KiB per bucket.
   static constexpr uint64_t kMaxBuckets = 1024;
+  // Nor chains of more buckets in all (sub-filters x buckets): building the index reads every
+  // bucket, and its lists of sub-filters with room may take 4 bytes each.
+  static constexpr uint64_t kMaxChainBuckets = 1ULL << 22;
 
   // Whether a filter of this shape is indexed.
   static bool Suits(const FilterMeta& meta);

@@ -87,7 +87,9 @@ core::Limits Db::LimitsFor(const Metadata& meta, const CfSettings& settings) con
 std::shared_ptr<core::ChainIndex> Db::ChainIndexFor(std::string_view prefix,
                                                     const core::FilterMeta& filter,
                                                     PageCache* pages) {
-  if (!core::ChainIndex::Suits(filter) || chain_indexes_.budget() == 0) {
+  // (an index whose counts alone would not fit the budget would be built for every command)
+  if (!core::ChainIndex::Suits(filter) ||
+      filter.base_num_buckets * 256 * sizeof(uint32_t) * 2 > chain_indexes_.budget()) {
     return nullptr;
   }
   if (auto kept = chain_indexes_.Find(prefix)) {

@@ -145,6 +145,11 @@ TEST_CASE("The chain index suits only long chains of small equal sub-filters", "
   m.expansion = 1;
   m.base_num_buckets = ChainIndex::kMaxBuckets * 2;
   CHECK_FALSE(ChainIndex::Suits(m));
+  m.base_num_buckets = ChainIndex::kMaxBuckets;
+  m.num_filters = static_cast<uint32_t>(ChainIndex::kMaxChainBuckets / ChainIndex::kMaxBuckets);
+  CHECK(ChainIndex::Suits(m));
+  m.num_filters += 1;
+  CHECK_FALSE(ChainIndex::Suits(m));
 }
 
 TEST_CASE("An indexed insert finds the newest sub-filter with room without reading the others",

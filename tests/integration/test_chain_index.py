@@ -1,7 +1,7 @@
 """Long chains of sub-filters are served through an index (chain-index-memory) that must never
 change an answer: the same random session over filters with hundreds of sub-filters gets
 byte-identical replies and SCANDUMP bytes from a server without indexes (chain-index-memory 0),
-one with the default budget, and one whose budget holds about one index at a time (indexes are
+one with the default budget, and one whose budget holds two of its three indexes (indexes are
 dropped and built again). The session pipelines inserts, lookups, counts, deletes (which compact
 the chain), CF.COMPACT and a filter loaded with LOADCHUNK; the servers are then restarted and
 compared again."""
@@ -17,7 +17,7 @@ FILTERS = {
     "c4": ["16", "BUCKETSIZE", "4", "EXPANSION", "1"],
     "g2": ["4", "BUCKETSIZE", "2", "EXPANSION", "2"],
 }
-BUDGETS = ["0", "64mb", "6kb"]
+BUDGETS = ["0", "64mb", "9kb"]
 
 
 def random_session(seed, commands):
@@ -125,10 +125,10 @@ def test_long_chains_answer_the_same_with_and_without_their_index(fresh_server, 
     assert any(b"Number of filters\r\n:" in r for r in infos)
     assert info_stat(servers[0].port, "chain_index_builds") == 0
     assert info_stat(servers[1].port, "chain_index_builds") >= 3
-    # (the small budget keeps about one index: the others are built again when used)
+    # (the small budget keeps two of the three indexes: the third is built again when used)
     assert info_stat(servers[2].port, "chain_index_builds") > info_stat(servers[1].port,
                                                                         "chain_index_builds")
-    assert info_stat(servers[2].port, "chain_index_bytes") <= 6 * 1024
+    assert info_stat(servers[2].port, "chain_index_bytes") <= 9 * 1024
     for srv in servers:
         load_copy(srv.port, "c2", "c2copy")
     names = list(FILTERS) + ["c2copy"]
