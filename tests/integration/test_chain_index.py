@@ -119,7 +119,8 @@ def test_long_chains_answer_the_same_with_and_without_their_index(fresh_server, 
     for srv, budget in zip(servers[1:], BUDGETS[1:]):
         got = run_pipelined(srv.port, session)
         for i, (want, have) in enumerate(zip(expected, got)):
-            assert have == want, "chain-index-memory %s, command %d %r" % (budget, i, session[i][:3])
+            assert have == want, "chain-index-memory %s, command %d %r" % (
+                budget, i, session[i][:3])
     # The session reached the index and its edges: long chains, deletes that compacted them.
     infos = [r for r in expected if r.startswith(b"*")]
     assert any(b"Number of filters\r\n:" in r for r in infos)
