@@ -137,6 +137,27 @@ def test_cached_reads_on_a_replica_follow_applied_batches(nodes):
     assert rc.execute_command("EXISTS", "c") == 0
 
 
+def test_long_chain_reads_on_a_replica_follow_applied_batches(nodes):
+    # A chain of 200 sub-filters is read through its index on the replica, which the batches it
+    # applies must drop: each count equals the primary's after every change.
+    primary = nodes.start("p", "--cf-max-expansions", "65535")
+    r = nodes.start("r", "--replicaof", replica_of(primary), "--cf-max-expansions", "65535")
+    link_up(r)
+    p, rc = primary.client(), r.client()
+    p.execute_command("CF.RESERVE", "chain", 2, "BUCKETSIZE", 1, "EXPANSION", 1)
+    p.execute_command("CF.INSERT", "chain", "ITEMS", *["g%d" % i for i in range(400)])
+    probe = ["g%d" % i for i in range(0, 400, 9)] + ["new%d" % i for i in range(20)]
+    for i in range(20):
+        converged(primary, r)
+        want = [p.execute_command("CF.COUNT", "chain", x) for x in probe]
+        assert [rc.execute_command("CF.COUNT", "chain", x) for x in probe] == want
+        if i % 4 == 3:
+            p.execute_command("CF.DEL", "chain", "g%d" % (i * 9))
+        else:
+            p.execute_command("CF.ADD", "chain", "new%d" % i)
+    assert int(info(rc, "rocksdb")["chain_index_builds"]) > 1
+
+
 def test_replica_restart_resumes_and_empty_replica_full_syncs_under_writes(nodes):
     primary = nodes.start("p")
     p = primary.client()
