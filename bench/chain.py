@@ -9,7 +9,8 @@ The filter is grown with CF.INSERT batches; at each size of the chain a probe me
   - insert: CF.INSERT of --probe new items (which also grows the chain a little),
   - lookup, present: CF.MEXISTS of --probe items inserted earlier, spread over the chain,
   - lookup, absent: CF.MEXISTS of --probe items never inserted (every sub-filter is checked).
-Each figure is the wall time of the command and the server's CPU time (from /proc), per item.
+Each figure is the wall time of the command and the server's CPU time (from /proc), per item;
+the lookups are run five times and the medians taken (the insert changes the chain: once).
 The table ends with the ratio of the cost at the largest size to the cost at 64 sub-filters, and
 the time of one CF.INSERT of --big items into a fresh filter of the same shape (it grows to the
 65,535 sub-filters RedisBloom allows). bench/run runs this too and puts the table in results.md.
@@ -44,10 +45,17 @@ def num_filters(c):
     return int(info[info.index("Number of filters") + 1])
 
 
-def measure(c, pid, *cmd):
-    t0, c0 = time.perf_counter(), server_cpu(pid)
-    reply = c.call(*cmd)
-    return reply, time.perf_counter() - t0, server_cpu(pid) - c0
+def measure(c, pid, *cmd, repeat=1):
+    """The reply, and the median wall and server CPU seconds over `repeat` runs of the command
+    (a lookup of 200 items takes a few hundred microseconds: one run is at the mercy of the
+    scheduler and RocksDB's background threads)."""
+    walls, cpus = [], []
+    for _ in range(repeat):
+        t0, c0 = time.perf_counter(), server_cpu(pid)
+        reply = c.call(*cmd)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(server_cpu(pid) - c0)
+    return reply, sorted(walls)[len(walls) // 2], sorted(cpus)[len(cpus) // 2]
 
 
 def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000):
@@ -85,11 +93,13 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000):
             added += probe
             inserted += items
             present = inserted[::max(1, len(inserted) // probe)][:probe]
-            reply, hit_wall, hit_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *present)
+            reply, hit_wall, hit_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *present,
+                                               repeat=5)
             if any(x != 1 for x in reply):
                 raise bench.BenchError("an inserted item is not found")
             absent = ["never-%d" % i for i in range(probe)]
-            _, miss_wall, miss_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *absent)
+            _, miss_wall, miss_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *absent,
+                                             repeat=5)
             row = dict(size=before, after=num_filters(c),
                        insert=ins_wall / probe, insert_cpu=ins_cpu / probe,
                        hit=hit_wall / len(present), hit_cpu=hit_cpu / len(present),
