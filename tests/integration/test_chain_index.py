@@ -1,10 +1,10 @@
 """Long chains of sub-filters are served through an index (chain-index-memory) that must never
 change an answer: the same random session over filters with hundreds of sub-filters gets
 byte-identical replies and SCANDUMP bytes from a server without indexes (chain-index-memory 0),
-one with the default budget, and one whose budget holds two of its three indexes (indexes are
-dropped and built again). The session pipelines inserts, lookups, counts, deletes (which compact
-the chain), CF.COMPACT and a filter loaded with LOADCHUNK; the servers are then restarted and
-compared again."""
+one with the default budget, one whose budget holds two of its three indexes (indexes are
+dropped and built again), and one without the in-memory cache. The session pipelines inserts,
+lookups, counts, deletes (which compact the chain), CF.COMPACT and a filter loaded with
+LOADCHUNK; the servers are then restarted and compared again."""
 import random
 
 from cuckood_testlib import RawClient, run_pipelined
@@ -17,7 +17,9 @@ FILTERS = {
     "c4": ["16", "BUCKETSIZE", "4", "EXPANSION", "1"],
     "g2": ["4", "BUCKETSIZE", "2", "EXPANSION", "2"],
 }
-BUDGETS = ["0", "64mb", "9kb"]
+# (chain-index-memory, cache-size): no index; the default budget; a budget that holds two of the
+# three indexes; the default budget without the in-memory cache.
+SERVERS = [("0", "256mb"), ("64mb", "256mb"), ("9kb", "256mb"), ("64mb", "0")]
 
 
 def random_session(seed, commands):
@@ -112,15 +114,17 @@ def info_stat(port, field):
 
 
 def test_long_chains_answer_the_same_with_and_without_their_index(fresh_server, tmp_path):
-    servers = [fresh_server("--cf-max-expansions", "65535", "--chain-index-memory", b,
-                            data_dir=tmp_path / ("data-" + b)) for b in BUDGETS]
+    servers = [fresh_server("--cf-max-expansions", "65535", "--chain-index-memory", budget,
+                            "--cache-size", cache,
+                            data_dir=tmp_path / ("data-%s-%s" % (budget, cache)))
+               for budget, cache in SERVERS]
     session = random_session(seed=20261205, commands=5000)
     expected = run_pipelined(servers[0].port, session)
-    for srv, budget in zip(servers[1:], BUDGETS[1:]):
+    for srv, config in zip(servers[1:], SERVERS[1:]):
         got = run_pipelined(srv.port, session)
         for i, (want, have) in enumerate(zip(expected, got)):
-            assert have == want, "chain-index-memory %s, command %d %r" % (
-                budget, i, session[i][:3])
+            assert have == want, "chain-index-memory, cache-size %r, command %d %r" % (
+                config, i, session[i][:3])
     # The session reached the index and its edges: long chains, deletes that compacted them.
     infos = [r for r in expected if r.startswith(b"*")]
     assert any(b"Number of filters\r\n:" in r for r in infos)
@@ -130,6 +134,7 @@ def test_long_chains_answer_the_same_with_and_without_their_index(fresh_server, 
     assert info_stat(servers[2].port, "chain_index_builds") > info_stat(servers[1].port,
                                                                         "chain_index_builds")
     assert info_stat(servers[2].port, "chain_index_bytes") <= 9 * 1024
+    assert info_stat(servers[3].port, "chain_index_builds") >= 3
     for srv in servers:
         load_copy(srv.port, "c2", "c2copy")
     names = list(FILTERS) + ["c2copy"]
