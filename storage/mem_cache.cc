@@ -124,11 +124,8 @@ MemCache::MemCache(uint64_t capacity_bytes, size_t shards)
   }
 }
 
-MemCache::Entry::Entry(std::string_view k, uint64_t h, Value v, uint64_t inserts)
-    : key_size(static_cast<uint32_t>(k.size())),
-      stamp(static_cast<uint32_t>(inserts)),
-      value(std::move(v)),
-      hash(h) {
+MemCache::Entry::Entry(std::string_view k, uint64_t h, Value v)
+    : key_size(static_cast<uint32_t>(k.size())), referenced(0), value(std::move(v)), hash(h) {
   char* to = inline_key;
   if (k.size() > kInlineKey) {
     long_key = std::make_unique<char[]>(k.size());
@@ -163,11 +160,9 @@ void MemCache::PrefetchEntry(EntryIt it) {
   __builtin_prefetch(&it->value);  // (the value's)
 }
 
-void MemCache::Touch(Shard& s, EntryIt it) {
-  // (32-bit stamps: a wrapped difference only moves an entry early)
-  if (static_cast<uint32_t>(static_cast<uint32_t>(s.inserts) - it->stamp) > s.index.size() / 4) {
-    s.lru.splice(s.lru.begin(), s.lru, it);
-    it->stamp = static_cast<uint32_t>(s.inserts);
+void MemCache::Touch(Shard&, EntryIt it) {
+  if (it->referenced == 0) {  // (the line is written once, not at every hit)
+    it->referenced = 1;
   }
 }
 
@@ -332,7 +327,6 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
   if (found != nullptr && !replace) {
     return;
   }
-  ++s.inserts;
   if (found != nullptr) {
     const EntryIt it = *found;
     s.bytes -= Cost(*it);
@@ -340,17 +334,19 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
     // the key's value now; Fill does not replace.)
     RecycleValue(std::exchange(it->value, std::move(value)));
     s.bytes += Cost(*it);
-    // A key written again moves to the front as a hit does (Touch): only when it has not been
-    // near the front for a while. (Every filter write replaces its metadata record and pages:
-    // a splice each touched the list nodes of three entries.)
-    Touch(s, it);
+    Touch(s, it);  // (a key written again is in use, as one looked up is)
   } else {
-    s.lru.emplace_front(key, hash, std::move(value), s.inserts);
+    s.lru.emplace_front(key, hash, std::move(value));
     s.index.Insert(hash, s.lru.begin());
     s.bytes += Cost(s.lru.front());
   }
   while (s.bytes > shard_capacity_ && !s.lru.empty()) {
     auto& victim = s.lru.back();
+    if (victim.referenced != 0) {  // a second round (each pass clears a bit: this ends)
+      victim.referenced = 0;
+      s.lru.splice(s.lru.begin(), s.lru, std::prev(s.lru.end()));
+      continue;
+    }
     s.bytes -= Cost(victim);
     s.index.Erase(victim.hash, victim.key());
     Retire(s, std::move(victim.value));

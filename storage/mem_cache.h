@@ -113,21 +113,20 @@ class MemCache {
 
  private:
   // An entry is the value of one list node, which is allocated on a cache line (EntryAlloc):
-  // the key's length, its bytes (up to kInlineKey of them) and the LRU stamp sit in the node's
+  // the key's length, its bytes (up to kInlineKey of them) and the reference bit sit in the node's
   // first line, the value in its second. A lookup reads the index slot, then both lines at once
   // (Find prefetches the second while it compares the key): with the key in a heap buffer of
   // its own, a lookup waited for the slot, the node and the key one after the other, each
   // usually a cache miss once the cache outgrows the CPU's.
   struct Entry {
-    Entry(std::string_view k, uint64_t h, Value v, uint64_t inserts);
+    Entry(std::string_view k, uint64_t h, Value v);
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
     std::string_view key() const {
       return {key_size <= kInlineKey ? inline_key : long_key.get(), key_size};
     }
     uint32_t key_size;
-    uint32_t
-        stamp;  // the shard's insert count (low 32 bits) when the entry last moved to the front
+    uint32_t referenced;  // 1 when looked up or written since eviction last passed it (Touch)
     char inline_key[kInlineKey];
     Value value;
     uint64_t hash;                     // Index::Hash(key)
@@ -168,10 +167,11 @@ class MemCache {
     std::array<std::atomic<uint64_t>, kEpochsPerShard> epochs{};
     uint64_t hits = 0;  // (counted per shard, under mu: no counter shared by every thread)
     uint64_t misses = 0;
-    uint64_t inserts = 0;  // entries inserted or replaced so far
   };
-  // A hit moves its entry to the front only when a quarter of the shard has been inserted since
-  // it last moved there: hot entries stay near the front without a list splice on every hit.
+  // A hit or a write sets the entry's reference bit; eviction takes entries from the back of the
+  // list and gives one whose bit is set a second round (clears the bit, moves it to the front):
+  // CLOCK. A hit writes one byte of a line it has just read, where moving the entry to the front
+  // of the list wrote the list nodes of three entries (two of them cache misses).
   static void Touch(Shard& s, EntryIt it);
   // Both lines of an entry, for a lookup that follows (see Entry).
   static void PrefetchEntry(EntryIt it);
