@@ -7,6 +7,12 @@
 
 namespace cuckood::server {
 
+size_t StatStripe() {
+  static std::atomic<size_t> next{0};
+  thread_local const size_t stripe = next.fetch_add(1, std::memory_order_relaxed) % kStatStripes;
+  return stripe;
+}
+
 // Bucket layout: values below kSubBuckets have a bucket each (exact). Above that, every power of
 // two [2^k, 2^(k+1)) with k >= 6 is one group of kSubBuckets equal buckets, so a bucket is at most
 // 1/64 (about 1.6%) of its lower bound wide. Group g >= 1 starts at 64 << (g - 1); 40 groups
@@ -32,17 +38,45 @@ double LatencyHistogram::UpperBound(size_t index) {
   return std::ldexp(static_cast<double>(kSubBuckets + sub + 1), static_cast<int>(group - 1)) - 1;
 }
 
+LatencyHistogram::~LatencyHistogram() {
+  for (auto& stripe : stripes_) {
+    delete stripe.load(std::memory_order_relaxed);
+  }
+}
+
 void LatencyHistogram::Record(uint64_t micros) {
-  buckets_[Index(micros)].fetch_add(1, std::memory_order_relaxed);
-  count_.fetch_add(1, std::memory_order_relaxed);
+  auto& slot = stripes_[StatStripe()];
+  Buckets* buckets = slot.load(std::memory_order_acquire);
+  if (buckets == nullptr) {
+    auto* made = new Buckets{};
+    if (slot.compare_exchange_strong(buckets, made, std::memory_order_acq_rel)) {
+      buckets = made;
+    } else {
+      delete made;  // (another thread of the stripe made them first: buckets holds theirs)
+    }
+  }
+  (*buckets)[Index(micros)].fetch_add(1, std::memory_order_relaxed);
+  count_.Add(1);
+}
+
+uint64_t LatencyHistogram::Bucket(size_t i) const {
+  uint64_t sum = 0;
+  for (const auto& stripe : stripes_) {
+    if (const Buckets* b = stripe.load(std::memory_order_acquire)) {
+      sum += (*b)[i].load(std::memory_order_relaxed);
+    }
+  }
+  return sum;
 }
 
 double LatencyHistogram::Percentile(double p) const {
   // The total comes from the buckets themselves so a concurrent Record cannot make the rank
-  // unreachable.
+  // unreachable (the counts are read once).
+  std::vector<uint64_t> counts(kBuckets);
   uint64_t total = 0;
-  for (const auto& b : buckets_) {
-    total += b.load(std::memory_order_relaxed);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    counts[i] = Bucket(i);
+    total += counts[i];
   }
   if (total == 0) {
     return 0;
@@ -51,18 +85,22 @@ double LatencyHistogram::Percentile(double p) const {
   auto rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(total)));
   rank = std::clamp<uint64_t>(rank, 1, total);
   uint64_t seen = 0;
-  for (size_t i = 0; i < buckets_.size(); ++i) {
-    seen += buckets_[i].load(std::memory_order_relaxed);
+  for (size_t i = 0; i < counts.size(); ++i) {
+    seen += counts[i];
     if (seen >= rank) {
       return UpperBound(i);
     }
   }
-  return UpperBound(buckets_.size() - 1);
+  return UpperBound(counts.size() - 1);
 }
 
 void LatencyHistogram::Reset() {
-  for (auto& b : buckets_) {
-    b.store(0, std::memory_order_relaxed);
+  for (auto& stripe : stripes_) {
+    if (Buckets* b = stripe.load(std::memory_order_acquire)) {
+      for (auto& c : *b) {
+        c.store(0, std::memory_order_relaxed);
+      }
+    }
   }
   count_.store(0, std::memory_order_relaxed);
 }
@@ -121,8 +159,11 @@ std::map<std::string, uint64_t> Stats::Errors() {
 
 void Stats::Reset() {
   for (auto* counter :
-       {&total_connections_received, &total_commands_processed, &rejected_connections,
-        &total_net_input_bytes, &total_net_output_bytes, &keyspace_hits, &keyspace_misses,
+       {&total_commands_processed, &total_net_input_bytes, &total_net_output_bytes}) {
+    counter->store(0, std::memory_order_relaxed);
+  }
+  for (auto* counter :
+       {&total_connections_received, &rejected_connections, &keyspace_hits, &keyspace_misses,
         &expired_keys, &total_error_replies, &unexpected_error_replies,
         &client_output_limit_disconnections, &client_query_buffer_limit_disconnections,
         &protocol_errors, &blocked_on_output, &tls_handshake_errors, &write_groups,

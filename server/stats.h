@@ -14,9 +14,58 @@
 
 namespace cuckood::server {
 
-// Latency histogram with log-linear buckets (about 1.5% resolution) for percentiles.
+// The stripe of the calling thread for the counters below: threads take stripes in turn as they
+// first count something, so the io threads (the ones counting every command) each have their own.
+size_t StatStripe();
+inline constexpr size_t kStatStripes = 8;
+
+// A counter updated by many threads and read rarely (INFO): one cache line per stripe, so that
+// two io threads counting every command do not move one line between their cores on each count.
+// Reads add the stripes. Threads beyond kStatStripes share stripes (still exact: atomic adds).
+class StripedCounter {
+ public:
+  void Add(uint64_t n) { cells_[StatStripe()].value.fetch_add(n, std::memory_order_relaxed); }
+  StripedCounter& operator+=(uint64_t n) {
+    Add(n);
+    return *this;
+  }
+  void operator++(int) { Add(1); }
+  void operator++() { Add(1); }
+  uint64_t load(std::memory_order order = std::memory_order_seq_cst) const {
+    uint64_t sum = 0;
+    for (const auto& c : cells_) {
+      sum += c.value.load(order);
+    }
+    return sum;
+  }
+  // Sets the total (the first stripe holds it, the others are zeroed): for resets and tests.
+  void store(uint64_t v, std::memory_order order = std::memory_order_seq_cst) {
+    for (auto& c : cells_) {
+      c.value.store(0, order);
+    }
+    cells_[0].value.store(v, order);
+  }
+  StripedCounter& operator=(uint64_t v) {
+    store(v);
+    return *this;
+  }
+  operator uint64_t() const { return load(); }  // NOLINT(google-explicit-constructor)
+
+ private:
+  struct alignas(64) Cell {
+    std::atomic<uint64_t> value{0};
+  };
+  std::array<Cell, kStatStripes> cells_{};
+};
+
+// Latency histogram with log-linear buckets (about 1.5% resolution) for percentiles. Each stripe
+// (StatStripe) records into buckets of its own, made on its first record; reads add them.
 class LatencyHistogram {
  public:
+  LatencyHistogram() = default;
+  ~LatencyHistogram();
+  LatencyHistogram(const LatencyHistogram&) = delete;
+  LatencyHistogram& operator=(const LatencyHistogram&) = delete;
   void Record(uint64_t micros);
   // Percentile p in [0, 100] in microseconds (upper bound of its bucket), 0 when empty.
   double Percentile(double p) const;
@@ -26,15 +75,18 @@ class LatencyHistogram {
  private:
   static constexpr int kSubBuckets = 64;
   static constexpr int kBuckets = 40 * kSubBuckets;
+  using Buckets = std::array<std::atomic<uint64_t>, kBuckets>;
   static size_t Index(uint64_t v);
   static double UpperBound(size_t index);
-  std::array<std::atomic<uint64_t>, kBuckets> buckets_{};
-  std::atomic<uint64_t> count_{0};
+  // The sum over the stripes of bucket i.
+  uint64_t Bucket(size_t i) const;
+  std::array<std::atomic<Buckets*>, kStatStripes> stripes_{};
+  StripedCounter count_;
 };
 
 struct CommandStats {
-  std::atomic<uint64_t> calls{0};
-  std::atomic<uint64_t> usec{0};
+  StripedCounter calls;  // (counted by every command: striped)
+  StripedCounter usec;
   std::atomic<uint64_t> rejected_calls{0};
   std::atomic<uint64_t> failed_calls{0};
   LatencyHistogram latency;
@@ -43,10 +95,10 @@ struct CommandStats {
 class Stats {
  public:
   std::atomic<uint64_t> total_connections_received{0};
-  std::atomic<uint64_t> total_commands_processed{0};
+  StripedCounter total_commands_processed;  // (these three change with every command: striped)
   std::atomic<uint64_t> rejected_connections{0};
-  std::atomic<uint64_t> total_net_input_bytes{0};
-  std::atomic<uint64_t> total_net_output_bytes{0};
+  StripedCounter total_net_input_bytes;
+  StripedCounter total_net_output_bytes;
   std::atomic<uint64_t> keyspace_hits{0};
   std::atomic<uint64_t> keyspace_misses{0};
   std::atomic<uint64_t> expired_keys{0};

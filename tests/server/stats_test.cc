@@ -212,5 +212,42 @@ TEST_CASE("Stats::Sample uses the real clock", "[stats]") {
   CHECK(s.instantaneous_ops_per_sec <= 1000 * 1000 / 50 / 16);
 }
 
+TEST_CASE("Stats: counts from many threads at once add up exactly", "[stats]") {
+  // More threads than stripes, so that some share one.
+  Stats s;
+  CommandStats& cs = s.For("cf.add");
+  constexpr int kThreads = kStatStripes + 3;
+  constexpr uint64_t kEach = 20000;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (uint64_t i = 0; i < kEach; ++i) {
+        cs.calls++;
+        cs.usec += 2;
+        cs.latency.Record(t < 2 ? 10 : 1000);  // two threads fast, the others slow
+        s.total_commands_processed++;
+        s.total_net_input_bytes += 3;
+      }
+    });
+  }
+  for (auto& t : threads) {
+    t.join();
+  }
+  const uint64_t n = kThreads * kEach;
+  CHECK(cs.calls.load() == n);
+  CHECK(cs.usec.load() == 2 * n);
+  CHECK(cs.latency.count() == n);
+  CHECK(s.total_commands_processed.load() == n);
+  CHECK(s.total_net_input_bytes.load() == 3 * n);
+  // 2 of kThreads threads recorded 10 µs: the percentiles below and above that share.
+  CHECK(cs.latency.Percentile(100.0 * 2 / kThreads - 1) == 10);
+  CheckNear(cs.latency.Percentile(100.0 * 2 / kThreads + 1), 1000);
+  s.Reset();
+  CHECK(cs.calls.load() == 0);
+  CHECK(cs.latency.count() == 0);
+  CHECK(cs.latency.Percentile(50) == 0);
+  CHECK(s.total_net_input_bytes.load() == 0);
+}
+
 }  // namespace
 }  // namespace cuckood::server
