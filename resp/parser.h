@@ -39,7 +39,8 @@ class Parser {
   void Commit(size_t n);
 
   // Parses the next whole command. argv views point into the parser's buffer and stay valid until
-  // the next Feed/PrepareWrite/Next call.
+  // the next Feed/PrepareWrite call: Next never moves the buffer, so the views of several commands
+  // parsed in a row are valid together (a connection looks ahead at the commands that follow).
   Result Next(std::vector<std::string_view>* argv);
 
   // After kError: the message without the leading '-', e.g. "ERR Protocol error: invalid bulk

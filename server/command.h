@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -75,6 +76,12 @@ struct CommandContext {
 };
 
 using Handler = void (*)(CommandContext& ctx);
+// Runs consecutive calls of one command by one client, all naming the same key with the same
+// number of arguments (ctx.argv is the first), as one, and writes their replies in order;
+// (*starts)[i] is where call i's reply begins in ctx.out's buffer. The replies and the data must
+// be those of the calls run one after the other (Dispatcher::DispatchCombined).
+using CombinedHandler = void (*)(CommandContext& ctx, std::span<const Argv> calls,
+                                 std::vector<size_t>* starts);
 
 struct CommandArgDoc {
   std::string name = {};
@@ -92,6 +99,7 @@ struct CommandSpec {
   int last_key = 0;
   int step = 0;
   Handler handler = nullptr;
+  CombinedHandler combined = nullptr;  // (CombinedHandler; nullptr: calls run one by one)
   std::string summary = {};
   std::string since = "1.0.0";
   std::string group = "generic";

@@ -510,6 +510,14 @@ std::vector<OptionRow> BuildTable() {
                          "append and sync); replies wait for it",
                          true, &C::group_commit),
                  OptionEffect::kHotSettings));
+  t.push_back(WithEffect(
+      BoolRow(
+          "combine-commands",
+          "A connection's pipelined calls of CF.ADD, CF.ADDNX, CF.EXISTS or CF.COUNT on one key "
+          "that follow one another run as one insert (lookup) of their items: the same "
+          "replies, data and statistics as one by one",
+          true, &C::combine_commands),
+      OptionEffect::kHotSettings));
   t.push_back(MemoryRow("block-cache-size", "RocksDB block cache size", false, &C::block_cache_size,
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,

@@ -10,6 +10,8 @@ namespace cuckood::server {
 namespace {
 
 constexpr size_t kReadChunk = 16 * 1024;
+// The most calls of a pipeline run as one (combine-commands).
+constexpr size_t kMaxCombined = 128;
 // Stop reading (and executing) while this much output waits for the socket.
 // (With client-output-buffer-limit set, the limit takes its place, as in Redis: the client is
 // disconnected once its pending output passes the limit.)
@@ -227,27 +229,33 @@ void Connection::ProcessInput() {
       conn.batch_.End();
     }
   } batch_scope(*this);
+  // argv holds a command parsed while looking for calls to combine, which runs next (it is never
+  // dropped: every path below either runs it or keeps a copy).
+  bool looked_ahead = false;
   while (!closing_ && !busy_) {
-    if (out_.size() + writing_.size() > HighWater()) {
-      break;  // backpressure: the rest waits until the socket drains
-    }
-    auto r = parser_.Next(&argv);
-    if (r == resp::Parser::Result::kNeedMore) {
-      break;
-    }
-    if (r == resp::Parser::Result::kError) {
-      server_.stats().protocol_errors++;
-      if (parser_.query_buffer_limit_hit()) {
-        server_.stats().client_query_buffer_limit_disconnections++;
+    if (!looked_ahead) {
+      if (out_.size() + writing_.size() > HighWater()) {
+        break;  // backpressure: the rest waits until the socket drains
       }
-      spdlog::debug("protocol error from {}: {}", client_.addr, parser_.error());
-      writer.Error(parser_.error());
-      closing_ = true;
-      break;
+      auto r = parser_.Next(&argv);
+      if (r == resp::Parser::Result::kNeedMore) {
+        break;
+      }
+      if (r == resp::Parser::Result::kError) {
+        server_.stats().protocol_errors++;
+        if (parser_.query_buffer_limit_hit()) {
+          server_.stats().client_query_buffer_limit_disconnections++;
+        }
+        spdlog::debug("protocol error from {}: {}", client_.addr, parser_.error());
+        writer.Error(parser_.error());
+        closing_ = true;
+        break;
+      }
+      if (argv.empty()) {
+        continue;
+      }
     }
-    if (argv.empty()) {
-      continue;
-    }
+    looked_ahead = false;
     const CommandSpec* spec = server_.commands().Find(argv[0]);
     if (server_.dispatcher().PauseRemaining(
             client_.in_multi && !(spec && spec->name == "exec") ? nullptr : spec, client_) >
@@ -267,7 +275,32 @@ void Connection::ProcessInput() {
       break;  // the rest of the pipeline waits for this command's reply
     }
     writer = resp::Writer(&out_, client_.proto);
-    server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+    if (spec != nullptr && spec->combined != nullptr && argv.size() >= 2 && !client_.in_multi &&
+        server_.live_config().combine_commands()) {
+      // The calls of this command on this key that follow in the pipeline run with it as one.
+      // (The parser's views of the commands parsed in a row stay valid together; a kNeedMore or
+      // kError while looking is said again by the next Next.)
+      size_t n = 0;
+      auto take = [&] {
+        if (combined_.size() <= n) {
+          combined_.emplace_back();
+        }
+        combined_[n++].assign(argv.begin(), argv.end());
+      };
+      take();
+      while (n < kMaxCombined && parser_.Next(&argv) == resp::Parser::Result::kCommand) {
+        if (argv.size() != combined_[0].size() || argv[1] != combined_[0][1] ||
+            server_.commands().Find(argv[0]) != spec) {
+          looked_ahead = true;
+          break;
+        }
+        take();
+      }
+      server_.dispatcher().DispatchCombined(
+          client_, *spec, std::span<const Argv>(combined_.data(), n), writer, &batch_);
+    } else {
+      server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+    }
     ran = true;
     if (limits_.unauthenticated == client_.authenticated) {
       // AUTH / HELLO AUTH / RESET changed what this client may send.

@@ -86,6 +86,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   std::vector<std::string> paused_argv_;  // the command waiting for CLIENT UNPAUSE
   uint64_t id_;
   resp::Parser parser_;
+  // Consecutive calls of one command on one key taken from the pipeline to run as one
+  // (Dispatcher::DispatchCombined; kept for their buffers).
+  std::vector<Argv> combined_;
   resp::ParserLimits limits_;
   Client client_;
   std::string out_;      // replies being built

@@ -117,6 +117,26 @@ void Dispatcher::Dispatch(Client& client, const CommandSpec* spec, const Argv& a
   Execute(*spec, client, argv, out, false, batch);
 }
 
+void Dispatcher::DispatchCombined(Client& client, const CommandSpec& spec,
+                                  std::span<const Argv> calls, resp::Writer& out,
+                                  LockBatch* batch) {
+  // The checks of Dispatch, made once: the calls share the client, the command and the key, so
+  // each would pass or fail them alike (they are made again, call by call, when one fails).
+  // (After ASKING only the next call may run on an importing slot: calls run one by one then.)
+  const bool runs_as_one = calls.size() > 1 && spec.combined != nullptr && !client.in_multi &&
+                           !client.cluster_asking && ArityAccepts(spec, calls[0].size()) &&
+                           (client.authenticated || (spec.flags & kNoAuth)) && !loading() &&
+                           !((spec.flags & kWrite) && server_.replication().is_replica()) &&
+                           !InSubscribedMode(client) && !Route(client, spec, calls[0]);
+  if (runs_as_one) {
+    ExecuteCombined(spec, client, calls, out, batch);
+    return;
+  }
+  for (const Argv& argv : calls) {
+    Dispatch(client, &spec, argv, out, batch);
+  }
+}
+
 bool Dispatcher::Lock(const CommandSpec& spec, Client& client, const Argv& argv, LockBatch* batch,
                       bool batchable, CommandScope& scope, storage::LockGuard& guard) {
   storage::LockManager& locks = server_.db().locks();
@@ -220,12 +240,81 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
   }
 }
 
+void Dispatcher::ExecuteCombined(const CommandSpec& spec, Client& client,
+                                 std::span<const Argv> calls, resp::Writer& out, LockBatch* batch) {
+  // Execute's steps for one command, with the calls' first argv (the key and the stripes are
+  // the same for all of them).
+  const auto start = std::chrono::steady_clock::now();
+  const size_t before = out.buffer()->size();
+  const Argv& first = calls[0];
+  const bool write = (spec.flags & kWrite) != 0;
+  const bool batchable = batch != nullptr && client.lock_batching && spec.first_key > 0 &&
+                         !(spec.flags & (kLockAll | kBackground));
+  const bool groupable =
+      batchable && write && (spec.flags & kGroupCommit) && server_.live_config().group_commit();
+  if (batch != nullptr) {
+    if (!groupable) {
+      batch->EndGroup();
+    }
+    if (!batchable) {
+      batch->End();
+    }
+  }
+  CommandScope scope;
+  storage::LockGuard guard;
+  scope.keys = CommandKeys(spec, first);
+  if (!Lock(spec, client, first, batch, batchable, scope, guard)) {
+    scope.storage.read = storage::ReadMode::kSnapshot;
+  }
+  if (groupable) {
+    // (each call answers the group's error if its write fails)
+    scope.storage.group = batch->Join(server_.db(), client, out.buffer(), before, calls.size());
+  }
+  CommandContext ctx{server_,       client,      out, first, server_.db().Namespace(client.db),
+                     scope.storage, std::nullopt};
+  thread_local std::vector<size_t> starts;
+  starts.clear();
+  spec.combined(ctx, calls, &starts);
+  if (write && !(spec.flags & kNoWatchBump)) {
+    server_.watches().Touch(client.db, ctx.modified ? *ctx.modified : scope.keys);
+  }
+  guard.Release();
+  const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
+                                                std::chrono::steady_clock::now() - start)
+                                                .count());
+  const uint64_t n = calls.size();
+  server_.stats().combined_runs.fetch_add(1, std::memory_order_relaxed);
+  server_.stats().combined_calls.fetch_add(n, std::memory_order_relaxed);
+  const std::string& bytes = *out.buffer();
+  for (size_t i = 0; i < calls.size(); ++i) {
+    // Each call's reply is one simple value: an error reply is "-text\r\n".
+    std::optional<std::string_view> error;
+    if (i < starts.size() && starts[i] < bytes.size() && bytes[starts[i]] == '-') {
+      const size_t end = bytes.find('\r', starts[i]);
+      error = std::string_view(bytes).substr(
+          starts[i] + 1, (end == std::string::npos ? bytes.size() : end) - starts[i] - 1);
+    }
+    // (the time shared out so that the calls' times add up to the run's)
+    AccountCall(spec, client, calls[i], error, micros / n + (i < micros % n ? 1 : 0));
+  }
+  if (batch != nullptr && batch->group_full()) {
+    batch->EndGroup();
+  }
+}
+
 void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& argv,
                          resp::Writer& out, size_t before,
                          std::chrono::steady_clock::time_point start) {
   const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                 std::chrono::steady_clock::now() - start)
                                                 .count());
+  // The writer records the error reply it wrote; the command failed when its reply is one (an
+  // EXEC whose queued commands failed replies with an array, as in Redis).
+  AccountCall(spec, client, argv, out.ErrorAt(before), micros);
+}
+
+void Dispatcher::AccountCall(const CommandSpec& spec, Client& client, const Argv& argv,
+                             std::optional<std::string_view> error, uint64_t micros) {
   Stats& stats = server_.stats();
   auto found = command_stats_.find(&spec);
   auto& cs = found != command_stats_.end() ? *found->second : stats.For(spec.name);
@@ -233,9 +322,7 @@ void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& ar
   cs.usec += micros;
   cs.latency.Record(micros);
   stats.total_commands_processed++;
-  // The writer records the error reply it wrote; the command failed when its reply is one (an
-  // EXEC whose queued commands failed replies with an array, as in Redis).
-  if (auto error = out.ErrorAt(before)) {
+  if (error) {
     cs.failed_calls++;
     stats.CountError(*error);
   }

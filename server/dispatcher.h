@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -50,6 +51,14 @@ class Dispatcher {
   void Dispatch(Client& client, const CommandSpec* spec, const Argv& argv, resp::Writer& out,
                 LockBatch* batch = nullptr);
   void Dispatch(Client& client, const Argv& argv, resp::Writer& out, LockBatch* batch = nullptr);
+  // Dispatch of consecutive calls of spec by the client that all name the same key with the same
+  // number of arguments (a connection's pipeline, server: combine-commands): when spec has a
+  // combined handler and every check Dispatch makes passes, they run as one command (one lock,
+  // one write group join, one handler call); otherwise one by one. Either way each call gets its
+  // reply and is counted in the statistics (INFO commandstats, latency, slow log) as a call of
+  // its own; the combined run's time is shared equally among its calls.
+  void DispatchCombined(Client& client, const CommandSpec& spec, std::span<const Argv> calls,
+                        resp::Writer& out, LockBatch* batch = nullptr);
   // Runs a command already checked by Dispatch (EXEC runs its queued commands here with
   // locks_held: it holds their stripes already).
   void Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
@@ -83,6 +92,12 @@ class Dispatcher {
             bool batchable, CommandScope& scope, storage::LockGuard& guard);
   void Account(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
                size_t before, std::chrono::steady_clock::time_point start);
+  // Counts one call that took micros and answered error (nullopt: not an error reply).
+  void AccountCall(const CommandSpec& spec, Client& client, const Argv& argv,
+                   std::optional<std::string_view> error, uint64_t micros);
+  // The combined run of DispatchCombined, once its checks passed.
+  void ExecuteCombined(const CommandSpec& spec, Client& client, std::span<const Argv> calls,
+                       resp::Writer& out, LockBatch* batch);
 
   Server& server_;
   std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;

@@ -82,6 +82,7 @@ void LiveConfig::Publish(const Config& c) {
   pubsub_soft_ = c.pubsub_output_soft_limit;
   pubsub_soft_seconds_ = c.pubsub_output_soft_seconds;
   group_commit_ = c.group_commit;
+  combine_commands_ = c.combine_commands;
 }
 
 storage::CfSettings LiveConfig::cf_settings() const {

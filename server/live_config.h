@@ -50,6 +50,7 @@ class LiveConfig {
   uint64_t pubsub_output_soft_limit() const { return Load(pubsub_soft_); }
   int64_t pubsub_output_soft_seconds() const { return Load(pubsub_soft_seconds_); }
   bool group_commit() const { return group_commit_.load(std::memory_order_relaxed); }
+  bool combine_commands() const { return combine_commands_.load(std::memory_order_relaxed); }
   int64_t slowlog_threshold() const { return Load(slowlog_slower_than_); }
   uint64_t slowlog_max_len() const { return Load(slowlog_max_len_); }
 
@@ -74,6 +75,7 @@ class LiveConfig {
   std::atomic<uint64_t> pubsub_hard_{0}, pubsub_soft_{0};
   std::atomic<int64_t> pubsub_soft_seconds_{0};
   std::atomic<bool> group_commit_{true};
+  std::atomic<bool> combine_commands_{true};
 };
 
 }  // namespace cuckood::server

@@ -29,7 +29,7 @@ void LockBatch::Keep(storage::LockGuard guard, bool exclusive) {
 }
 
 storage::WriteGroup* LockBatch::Join(storage::Db& db, Client& client, std::string* out,
-                                     size_t start) {
+                                     size_t start, size_t commands) {
   if (!group_) {
     if (spare_) {
       group_ = std::move(spare_);
@@ -45,7 +45,7 @@ storage::WriteGroup* LockBatch::Join(storage::Db& db, Client& client, std::strin
     client.group_commands = 0;
     waiting_.push_back({&client, client.owner.lock()});
   }
-  ++client.group_commands;
+  client.group_commands += commands;
   return group_.get();
 }
 

@@ -40,7 +40,10 @@ class LockBatch {
 
   // The open write group (opened on first use, for db), which the client's reply from `start`
   // of *out on waits for: it is not sent before the group is committed.
-  storage::WriteGroup* Join(storage::Db& db, Client& client, std::string* out, size_t start);
+  // commands: how many commands of the client this join is for (several consecutive calls run as
+  // one, Dispatcher::DispatchCombined): each answers the group's error if its write fails.
+  storage::WriteGroup* Join(storage::Db& db, Client& client, std::string* out, size_t start,
+                            size_t commands = 1);
   bool has_group() const { return group_ != nullptr; }
   bool group_full() const { return group_ && group_->Full(); }
 

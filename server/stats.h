@@ -114,6 +114,9 @@ class Stats {
   std::atomic<uint64_t> blocked_on_output{0};
   std::atomic<uint64_t> write_groups{0};          // group commits (one RocksDB write each)
   std::atomic<uint64_t> write_group_commands{0};  // commands whose writes they carried
+  // Calls run as part of a combined run (combine-commands), and the runs.
+  std::atomic<uint64_t> combined_calls{0};
+  std::atomic<uint64_t> combined_runs{0};
 
   // Per command (name as in the table); created on first use. The reference stays valid for the
   // life of the Stats object (resets zero the counters in place), so callers may keep it.

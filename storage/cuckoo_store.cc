@@ -234,6 +234,9 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   out.results.reserve(hashes.size());
   bool changed = created;
   for (const auto& h : hashes) {
+    if (options.separate_calls && filter.num_filters >= settings.max_expansions) {
+      break;  // (this call and the later ones are refused; the earlier ones stay)
+    }
     use_index();
     const bool with_index = indexed.has_value();
     auto r = core::Insert(filter, *access, h, nx, limits);

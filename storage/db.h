@@ -59,11 +59,17 @@ struct InsertOptions {
   bool nx = false;         // ADDNX/INSERTNX: an item already present is not added again
   bool no_create = false;  // NOCREATE: kNotFound when the key is absent
   uint64_t capacity = 0;   // of an auto-created filter; 0 = settings.initial_capacity
+  // The items are separate CF.ADD/ADDNX calls run as one (server: combine-commands): each is
+  // refused when the chain has reached its maximum before it, as a call of its own would be, so
+  // the items stop there (InsertOutcome::results is shorter; the rest answer max_expansions).
+  bool separate_calls = false;
 };
 
 // Outcome of CF.ADD/ADDNX/INSERT/INSERTNX beyond a plain Status.
 struct InsertOutcome {
   bool max_expansions = false;  // refused before any item: the filter may not grow further
+  // One per item; with InsertOptions::separate_calls, only for the items before the one that
+  // found the chain at its maximum.
   std::vector<core::InsertResult> results;
 };
 

@@ -106,6 +106,24 @@ void CfReserve(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
+// The reply of CF.ADD / CF.ADDNX to one item's outcome.
+void AddReply(resp::Writer& out, core::InsertResult result) {
+  switch (result) {
+    case core::InsertResult::kInserted:
+      out.Bool(true);
+      break;
+    case core::InsertResult::kExists:
+      out.Bool(false);
+      break;
+    case core::InsertResult::kFull:
+      out.Error(kFilterFull);
+      break;
+    default:
+      out.Error(kGrowthFailed);
+      break;
+  }
+}
+
 // CF.ADD / CF.ADDNX: NX-ness comes from the command name, as in RedisBloom.
 void CfAddCommon(CommandContext& ctx, bool nx) {
   auto settings = ctx.server.live_config().cf_settings();
@@ -120,19 +138,31 @@ void CfAddCommon(CommandContext& ctx, bool nx) {
     ctx.out.Error(kMaxExpansions);
     return;
   }
-  switch (r->results[0]) {
-    case core::InsertResult::kInserted:
-      ctx.out.Bool(true);
-      break;
-    case core::InsertResult::kExists:
-      ctx.out.Bool(false);
-      break;
-    case core::InsertResult::kFull:
-      ctx.out.Error(kFilterFull);
-      break;
-    default:
-      ctx.out.Error(kGrowthFailed);
-      break;
+  AddReply(ctx.out, r->results[0]);
+}
+
+// Consecutive CF.ADD (CF.ADDNX) calls on one key as one insert of their items
+// (CombinedHandler): a call that finds the chain at its maximum is refused, as are the ones
+// after it (the chain never shrinks during an insert), the earlier ones stay.
+void CfAddCombinedCommon(CommandContext& ctx, std::span<const Argv> calls,
+                         std::vector<size_t>* starts, bool nx) {
+  thread_local std::vector<std::string_view> items;
+  items.clear();
+  for (const Argv& call : calls) {
+    items.push_back(call[2]);
+  }
+  const storage::InsertOptions options{.nx = nx, .separate_calls = true};
+  auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, ctx.argv[1], items, options,
+                                    ctx.server.live_config().cf_settings());
+  for (size_t i = 0; i < calls.size(); ++i) {
+    starts->push_back(ctx.out.buffer()->size());
+    if (!r.ok()) {
+      ReplyStatusError(ctx.out, r.status());  // (nothing was stored: each call fails alike)
+    } else if (r->max_expansions || i >= r->results.size()) {
+      ctx.out.Error(kMaxExpansions);
+    } else {
+      AddReply(ctx.out, r->results[i]);
+    }
   }
 }
 
@@ -141,6 +171,13 @@ void CfAdd(CommandContext& ctx) {
 }
 void CfAddNx(CommandContext& ctx) {
   CfAddCommon(ctx, true);
+}
+void CfAddCombined(CommandContext& ctx, std::span<const Argv> calls, std::vector<size_t>* starts) {
+  CfAddCombinedCommon(ctx, calls, starts, false);
+}
+void CfAddNxCombined(CommandContext& ctx, std::span<const Argv> calls,
+                     std::vector<size_t>* starts) {
+  CfAddCombinedCommon(ctx, calls, starts, true);
 }
 
 void CfInsertCommon(CommandContext& ctx, bool nx) {
@@ -237,8 +274,38 @@ void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
   }
 }
 
+// Consecutive CF.EXISTS (CF.COUNT) calls on one key as one lookup of their items
+// (CombinedHandler).
+void CfLookupCombinedCommon(CommandContext& ctx, std::span<const Argv> calls,
+                            std::vector<size_t>* starts, bool count) {
+  thread_local std::vector<std::string_view> items;
+  items.clear();
+  for (const Argv& call : calls) {
+    items.push_back(call[2]);
+  }
+  auto r = ctx.server.db().CfLookup(ctx.scope, ctx.ns, ctx.argv[1], items, count);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    starts->push_back(ctx.out.buffer()->size());
+    if (!r.ok()) {
+      ReplyStatusError(ctx.out, r.status());
+    } else if (count) {
+      ctx.out.Integer(static_cast<int64_t>((*r)[i]));
+    } else {
+      ctx.out.Bool((*r)[i] != 0);
+    }
+  }
+}
+
 void CfExists(CommandContext& ctx) {
   CfLookupCommon(ctx, false, false);
+}
+void CfExistsCombined(CommandContext& ctx, std::span<const Argv> calls,
+                      std::vector<size_t>* starts) {
+  CfLookupCombinedCommon(ctx, calls, starts, false);
+}
+void CfCountCombined(CommandContext& ctx, std::span<const Argv> calls,
+                     std::vector<size_t>* starts) {
+  CfLookupCombinedCommon(ctx, calls, starts, true);
 }
 void CfMExists(CommandContext& ctx) {
   CfLookupCommon(ctx, true, false);
@@ -377,6 +444,7 @@ void RegisterCfCommands(CommandTable& table) {
       .last_key = 1,
       .step = 1,
       .handler = CfAdd,
+      .combined = CfAddCombined,
       .summary = "Adds an item to a Cuckoo Filter",
       .since = "1.0.0",
       .group = "cf",
@@ -392,6 +460,7 @@ void RegisterCfCommands(CommandTable& table) {
       .last_key = 1,
       .step = 1,
       .handler = CfAddNx,
+      .combined = CfAddNxCombined,
       .summary = "Adds an item to a Cuckoo Filter if the item did not exist previously.",
       .since = "1.0.0",
       .group = "cf",
@@ -445,6 +514,7 @@ void RegisterCfCommands(CommandTable& table) {
       .last_key = 1,
       .step = 1,
       .handler = CfExists,
+      .combined = CfExistsCombined,
       .summary = "Checks whether one or more items exist in a "
                  "Cuckoo Filter",
       .since = "1.0.0",
@@ -476,6 +546,7 @@ void RegisterCfCommands(CommandTable& table) {
       .last_key = 1,
       .step = 1,
       .handler = CfCount,
+      .combined = CfCountCombined,
       .summary = "Return the number of times an item might be in a Cuckoo Filter",
       .since = "1.0.0",
       .group = "cf",

@@ -254,6 +254,8 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("blocked_on_output", s.blocked_on_output.load());
   l.Add("write_groups", s.write_groups.load());
   l.Add("write_group_commands", s.write_group_commands.load());
+  l.Add("combined_runs", s.combined_runs.load());
+  l.Add("combined_calls", s.combined_calls.load());
 }
 
 void ReplicationSection(Server& server, std::string* text) {

@@ -6,7 +6,7 @@ sub-filters, and ends with every filter's SCANDUMP; the servers are then restart
 again."""
 import random
 
-from cuckood_testlib import RawClient, run_pipelined
+from cuckood_testlib import RawClient, raw_scandump, run_pipelined
 
 FILTERS = ["f%d" % i for i in range(6)]
 CACHES = ["0", "65536", "1048576", "268435456"]
@@ -51,14 +51,7 @@ def dump_all(port):
     try:
         for name in FILTERS + ["auto0", "auto1"]:
             out.append(client.call("CF.INFO", name))
-            cursor = b"0"
-            for _ in range(100000):
-                reply = client.call("CF.SCANDUMP", name, cursor)
-                out.append(reply)
-                # *2\r\n:<cursor>\r\n...: the next cursor is the first element
-                cursor = reply.split(b"\r\n")[1][1:]
-                if cursor == b"0":
-                    break
+            out += raw_scandump(client, name)
     finally:
         client.close()
     return out

@@ -7,7 +7,7 @@ lookups, counts, deletes (which compact the chain), CF.COMPACT and a filter load
 LOADCHUNK; the servers are then restarted and compared again."""
 import random
 
-from cuckood_testlib import RawClient, run_pipelined
+from cuckood_testlib import RawClient, raw_info, raw_scandump as scandump, run_pipelined
 
 # name -> CF.RESERVE arguments: equal sub-filters (EXPANSION 1) of 1, 2 and 4 slots a bucket, and
 # one growing filter the index does not cover.
@@ -63,19 +63,6 @@ def random_session(seed, commands):
     return out
 
 
-def scandump(client, name):
-    """[(cursor, data)] of a filter's SCANDUMP, as raw replies."""
-    chunks = []
-    cursor = b"0"
-    for _ in range(1000000):
-        reply = client.call("CF.SCANDUMP", name, cursor)
-        chunks.append(reply)
-        cursor = reply.split(b"\r\n")[1][1:]
-        if cursor == b"0":
-            return chunks
-    raise AssertionError("SCANDUMP of %s does not end" % name)
-
-
 def dump_all(port, names):
     client = RawClient(port)
     try:
@@ -102,15 +89,7 @@ def load_copy(port, src, dst):
 
 
 def info_stat(port, field):
-    client = RawClient(port)
-    try:
-        text = client.call("INFO", "rocksdb").decode()
-    finally:
-        client.close()
-    for line in text.split("\r\n"):
-        if line.startswith(field + ":"):
-            return int(line.split(":", 1)[1])
-    raise AssertionError("no %s in INFO" % field)
+    return int(raw_info(port, "rocksdb")[field])
 
 
 def test_long_chains_answer_the_same_with_and_without_their_index(fresh_server, tmp_path):

@@ -158,6 +158,35 @@ def run_pipelined(port, commands, batch=64):
     return replies
 
 
+def raw_scandump(client, name):
+    """[reply] of a filter's whole CF.SCANDUMP through a RawClient, each reply as its bytes."""
+    chunks = []
+    cursor = b"0"
+    for _ in range(1000000):
+        reply = client.call("CF.SCANDUMP", name, cursor)
+        chunks.append(reply)
+        # *2\r\n:<cursor>\r\n...: the next cursor is the first element
+        cursor = reply.split(b"\r\n")[1][1:]
+        if cursor == b"0":
+            return chunks
+    raise AssertionError("SCANDUMP of %s does not end" % name)
+
+
+def raw_info(port, section):
+    """INFO section's field:value pairs (strings), through a RawClient of its own."""
+    client = RawClient(port)
+    try:
+        text = client.call("INFO", section).decode()
+    finally:
+        client.close()
+    fields = {}
+    for line in text.split("\r\n"):
+        if ":" in line and not line.startswith("#"):
+            name, value = line.split(":", 1)
+            fields[name] = value
+    return fields
+
+
 def start_real_redis(prefix, *extra):
     """Debian's redis-server on a free loopback port, no persistence, as a baseline to compare
     replies with. Returns (proc, port, dir); the caller terminates proc. Skips the test when

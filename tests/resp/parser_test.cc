@@ -250,5 +250,24 @@ TEST_CASE("A command with many args fed in small pieces keeps every arg", "[pars
   CHECK(outcome.commands[0][kArgs - 1] == std::to_string(kArgs - 1));
 }
 
+TEST_CASE("The views of commands parsed in a row stay valid together until the next Feed",
+          "[parser]") {
+  Parser parser;
+  // multibulk and inline commands (an inline one is unescaped in place), fed at once
+  parser.Feed(
+      "*3\r\n$6\r\nCF.ADD\r\n$1\r\nk\r\n$2\r\nx1\r\n"
+      "cf.add k \"x\\x32\"\r\n"
+      "*3\r\n$6\r\nCF.ADD\r\n$1\r\nk\r\n$2\r\nx3\r\n");
+  std::vector<std::vector<std::string_view>> parsed(3);
+  for (auto& argv : parsed) {
+    REQUIRE(parser.Next(&argv) == Parser::Result::kCommand);
+  }
+  std::vector<std::string_view> more;
+  CHECK(parser.Next(&more) == Parser::Result::kNeedMore);
+  CHECK(parsed[0] == std::vector<std::string_view>{"CF.ADD", "k", "x1"});
+  CHECK(parsed[1] == std::vector<std::string_view>{"cf.add", "k", "x2"});
+  CHECK(parsed[2] == std::vector<std::string_view>{"CF.ADD", "k", "x3"});
+}
+
 }  // namespace
 }  // namespace cuckood::resp

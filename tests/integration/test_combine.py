@@ -1,0 +1,137 @@
+"""Consecutive pipelined calls of CF.ADD, CF.ADDNX, CF.EXISTS and CF.COUNT on one key run as one
+(combine-commands, Dispatcher::DispatchCombined). Nothing a client sees may change: the same
+random pipelined sessions get byte-identical replies, SCANDUMP bytes and INFO commandstats counts
+from a server that combines and from one that runs every call by itself (combine-commands no),
+in RESP2 and RESP3; a chain that reaches cf-max-expansions in the middle of a run refuses exactly
+the calls that came after; calls inside MULTI are queued one by one."""
+import random
+
+import pytest
+
+from cuckood_testlib import RawClient, encode, run_pipelined
+from cuckood_testlib import raw_info as info_fields
+from cuckood_testlib import raw_scandump as scandump
+
+FILTERS = {
+    # a chain of equal sub-filters that reaches cf-max-expansions (8) during the session
+    "grow": ["CF.RESERVE", "grow", "2", "BUCKETSIZE", "1", "EXPANSION", "1"],
+    "big": ["CF.RESERVE", "big", "1000", "BUCKETSIZE", "2"],
+    "few": ["CF.RESERVE", "few", "4", "BUCKETSIZE", "4", "EXPANSION", "2", "MAXITERATIONS", "3"],
+}
+KEYS = list(FILTERS) + ["auto", "str", "gone"]  # auto: created by CF.ADD; str: a string key
+
+
+def random_session(seed, runs, protocol):
+    rng = random.Random(seed)
+    out = [["HELLO", str(protocol)]] + list(FILTERS.values()) + [["SET", "str", "v"]]
+    for _ in range(runs):
+        key = rng.choice(KEYS)
+        r = rng.random()
+        if r < 0.8:
+            # a run of one command on one key (what is combined), names in any case
+            name = rng.choice(["CF.ADD", "CF.ADDNX", "CF.EXISTS", "CF.COUNT"])
+            for _ in range(rng.randrange(1, 40)):
+                item = "i%d" % rng.randrange(60)
+                call = [rng.choice([name, name.lower()]), key, item]
+                if rng.random() < 0.03:
+                    call = call[:2]  # wrong arity: ends the run, answers its error
+                out.append(call)
+        elif r < 0.86:
+            out.append(["CF.DEL", key, "i%d" % rng.randrange(60)])
+        elif r < 0.9:
+            out.append(["CF.INSERT", key, "ITEMS"] + ["j%d" % rng.randrange(60)
+                                                      for _ in range(rng.randrange(1, 8))])
+        elif r < 0.94:
+            out += [["MULTI"], ["CF.ADD", key, "m1"], ["CF.ADD", key, "m2"],
+                    ["CF.EXISTS", key, "m1"], ["EXEC"]]
+        elif r < 0.97:
+            out.append(["CF.INFO", key])
+        else:
+            out.append(["DEL", "gone"])
+    return out
+
+
+def call_counts(port):
+    """{command: (calls, failed_calls, rejected_calls)} of INFO commandstats (usec differs)."""
+    counts = {}
+    for name, value in info_fields(port, "commandstats").items():
+        parts = dict(p.split("=") for p in value.split(","))
+        counts[name] = (parts["calls"], parts["failed_calls"], parts["rejected_calls"])
+    return counts
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_combined_runs_answer_as_calls_one_by_one(fresh_server, tmp_path, protocol):
+    args = ["--cf-max-expansions", "8"]
+    one_by_one = fresh_server(*args, "--combine-commands", "no", data_dir=tmp_path / "no")
+    combined = fresh_server(*args, data_dir=tmp_path / "yes")
+    session = random_session(seed=1205 + protocol, runs=700, protocol=protocol)
+    want = run_pipelined(one_by_one.port, session, batch=300)
+    got = run_pipelined(combined.port, session, batch=300)
+    for i, (w, g) in enumerate(zip(want, got)):
+        assert g == w, "command %d %r" % (i, session[i])
+    # The session did what it is meant to test: runs were combined, the growing chain reached its
+    # maximum (and refused calls), items were found and not found.
+    stats = info_fields(combined.port, "stats")
+    assert int(stats["combined_calls"]) > 2 * int(stats["combined_runs"]) > 100
+    assert info_fields(one_by_one.port, "stats")["combined_calls"] == "0"
+    assert any(b"Maximum expansions reached" in r for r in got), \
+        "no call was refused by cf-max-expansions"
+    assert any(r in (b":1\r\n", b"#t\r\n") for r in got)
+    assert any(r in (b":0\r\n", b"#f\r\n") for r in got)
+    assert any(r.startswith(b"-WRONGTYPE") for r in got)
+    assert call_counts(combined.port) == call_counts(one_by_one.port)
+    assert info_fields(combined.port, "errorstats") == info_fields(one_by_one.port, "errorstats")
+    for name in list(FILTERS) + ["auto"]:
+        a, b = RawClient(one_by_one.port), RawClient(combined.port)
+        try:
+            assert scandump(b, name) == scandump(a, name), name
+            assert b.call("CF.INFO", name) == a.call("CF.INFO", name)
+        finally:
+            a.close()
+            b.close()
+
+
+def test_a_run_that_reaches_max_expansions_refuses_the_calls_after_it(fresh_server):
+    srv = fresh_server("--cf-max-expansions", "3")
+    c = RawClient(srv.port)
+    calls = [["CF.ADD", "KEY", "item%d" % i] for i in range(12)]
+    # one call at a time (nothing to combine), then the same calls in one pipeline
+    assert c.call("CF.RESERVE", "one", "2", "BUCKETSIZE", "1", "EXPANSION", "1") == b"+OK\r\n"
+    want = [c.call(*[a.replace("KEY", "one") for a in call]) for call in calls]
+    assert c.call("CF.RESERVE", "all", "2", "BUCKETSIZE", "1", "EXPANSION", "1") == b"+OK\r\n"
+    c.send_raw(b"".join(encode([a.replace("KEY", "all") for a in call]) for call in calls))
+    got = [c.read_reply() for _ in calls]
+    assert got == want
+    # Some calls went in, then the chain had its 3 sub-filters: every later call is refused.
+    stored = want.count(b":1\r\n")
+    assert 0 < stored < len(calls)
+    assert want[:stored] == [b":1\r\n"] * stored
+    assert want[stored:] == [b"-Maximum expansions reached\r\n"] * (len(calls) - stored)
+    assert c.call("CF.INFO", "all") == c.call("CF.INFO", "one")
+    stats = info_fields(srv.port, "stats")
+    assert stats["combined_calls"] == "12" and stats["combined_runs"] == "1"
+    assert call_counts(srv.port)["cmdstat_cf.add"] == (
+        "24", str(2 * (len(calls) - stored)), "0")
+    c.close()
+
+
+def test_calls_in_multi_are_queued_one_by_one_and_config_set_turns_combining_off(fresh_server):
+    srv = fresh_server()
+    c = RawClient(srv.port)
+    calls = [["MULTI"]] + [["CF.ADD", "k", "a%d" % i] for i in range(5)] + [["EXEC"]]
+    c.send_raw(b"".join(encode(call) for call in calls))
+    replies = [c.read_reply() for _ in calls]
+    assert replies[1:6] == [b"+QUEUED\r\n"] * 5
+    assert replies[6] == b"*5\r\n" + b":1\r\n" * 5
+    assert info_fields(srv.port, "stats")["combined_calls"] == "0"
+    assert c.call("CONFIG", "SET", "combine-commands", "no") == b"+OK\r\n"
+    calls = [["CF.EXISTS", "k", "a%d" % i] for i in range(5)]
+    c.send_raw(b"".join(encode(call) for call in calls))
+    assert [c.read_reply() for _ in calls] == [b":1\r\n"] * 5
+    assert info_fields(srv.port, "stats")["combined_calls"] == "0"
+    assert c.call("CONFIG", "SET", "combine-commands", "yes") == b"+OK\r\n"
+    c.send_raw(b"".join(encode(call) for call in calls))
+    assert [c.read_reply() for _ in calls] == [b":1\r\n"] * 5
+    assert info_fields(srv.port, "stats")["combined_calls"] == "5"
+    c.close()
