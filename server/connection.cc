@@ -278,26 +278,43 @@ void Connection::ProcessInput() {
     if (spec != nullptr && spec->combined != nullptr && argv.size() >= 2 && !client_.in_multi &&
         server_.live_config().combine_commands()) {
       // The calls of this command on this key that follow in the pipeline run with it as one.
-      // (The parser's views of the commands parsed in a row stay valid together; a kNeedMore or
-      // kError while looking is said again by the next Next.)
-      size_t n = 0;
-      auto take = [&] {
-        if (combined_.size() <= n) {
-          combined_.emplace_back();
-        }
-        combined_[n++].assign(argv.begin(), argv.end());
+      // The next command is parsed now (the parser's views of commands parsed in a row stay
+      // valid together): when it is not such a call, it runs next, as looked_ahead. (A kNeedMore
+      // or kError while looking is said again by the next Next.)
+      auto same = [&](const Argv& call) {
+        return call.size() == argv.size() && call[1] == argv[1] &&
+               server_.commands().Find(call[0]) == spec;
       };
-      take();
-      while (n < kMaxCombined && parser_.Next(&argv) == resp::Parser::Result::kCommand) {
-        if (argv.size() != combined_[0].size() || argv[1] != combined_[0][1] ||
-            server_.commands().Find(argv[0]) != spec) {
+      Argv& next = ahead_;
+      if (parser_.Next(&next) != resp::Parser::Result::kCommand || !same(next)) {
+        server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+        if (!next.empty()) {
+          argv.swap(next);
           looked_ahead = true;
-          break;
         }
-        take();
+      } else {
+        size_t n = 0;
+        auto take = [&](const Argv& call) {
+          if (combined_.size() <= n) {
+            combined_.emplace_back();
+          }
+          combined_[n++].assign(call.begin(), call.end());
+        };
+        take(argv);
+        take(next);
+        while (n < kMaxCombined && parser_.Next(&next) == resp::Parser::Result::kCommand) {
+          if (!same(next)) {
+            looked_ahead = true;
+            break;
+          }
+          take(next);
+        }
+        server_.dispatcher().DispatchCombined(
+            client_, *spec, std::span<const Argv>(combined_.data(), n), writer, &batch_);
+        if (looked_ahead) {
+          argv.swap(next);
+        }
       }
-      server_.dispatcher().DispatchCombined(
-          client_, *spec, std::span<const Argv>(combined_.data(), n), writer, &batch_);
     } else {
       server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
     }

@@ -89,6 +89,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // Consecutive calls of one command on one key taken from the pipeline to run as one
   // (Dispatcher::DispatchCombined; kept for their buffers).
   std::vector<Argv> combined_;
+  Argv ahead_;  // the command parsed after a combinable one (kept for its buffer)
   resp::ParserLimits limits_;
   Client client_;
   std::string out_;      // replies being built
