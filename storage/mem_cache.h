@@ -5,7 +5,7 @@
 // in RocksDB: a missing page reads as zeros). Writers update entries after their batch is
 // committed (Put); readers install what they read from RocksDB on a miss (Fill), which is
 // refused when a writer changed the same shard meanwhile, so a stale value never overwrites a
-// newer one. Sharded LRU bounded in bytes. Thread-safe.
+// newer one. Sharded, bounded in bytes, evicted by CLOCK (see Touch). Thread-safe.
 //
 // Consistency across several entries (a command's pages) comes from the key stripe locks: a
 // writer updates all of its entries while it holds its keys exclusively, and readers hold them
