@@ -106,6 +106,16 @@ void CfReserve(CommandContext& ctx) {
   ctx.out.SimpleString("OK");
 }
 
+// The item of each of a combined run's calls (argv[2]), in the thread's buffer.
+const std::vector<std::string_view>& CallItems(std::span<const Argv> calls) {
+  thread_local std::vector<std::string_view> items;
+  items.clear();
+  for (const Argv& call : calls) {
+    items.push_back(call[2]);
+  }
+  return items;
+}
+
 // The reply of CF.ADD / CF.ADDNX to one item's outcome.
 void AddReply(resp::Writer& out, core::InsertResult result) {
   switch (result) {
@@ -146,11 +156,7 @@ void CfAddCommon(CommandContext& ctx, bool nx) {
 // after it (the chain never shrinks during an insert), the earlier ones stay.
 void CfAddCombinedCommon(CommandContext& ctx, std::span<const Argv> calls,
                          std::vector<size_t>* starts, bool nx) {
-  thread_local std::vector<std::string_view> items;
-  items.clear();
-  for (const Argv& call : calls) {
-    items.push_back(call[2]);
-  }
+  const std::vector<std::string_view>& items = CallItems(calls);
   const storage::InsertOptions options{.nx = nx, .separate_calls = true};
   auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, ctx.argv[1], items, options,
                                     ctx.server.live_config().cf_settings());
@@ -278,11 +284,7 @@ void CfLookupCommon(CommandContext& ctx, bool multi, bool count) {
 // (CombinedHandler).
 void CfLookupCombinedCommon(CommandContext& ctx, std::span<const Argv> calls,
                             std::vector<size_t>* starts, bool count) {
-  thread_local std::vector<std::string_view> items;
-  items.clear();
-  for (const Argv& call : calls) {
-    items.push_back(call[2]);
-  }
+  const std::vector<std::string_view>& items = CallItems(calls);
   auto r = ctx.server.db().CfLookup(ctx.scope, ctx.ns, ctx.argv[1], items, count);
   for (size_t i = 0; i < calls.size(); ++i) {
     starts->push_back(ctx.out.buffer()->size());
