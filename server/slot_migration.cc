@@ -541,13 +541,22 @@ std::optional<std::string> SlotMigrator::Import(const cluster::SlotRange& range,
 
 std::optional<std::string> SlotMigrator::FailImportLocked(const cluster::SlotRange& range,
                                                           std::string_view why) {
-  // Nothing half-imported stays.
+  // Nothing half-imported stays. The range is dropped before the failure shows (CLUSTER INFO
+  // import_state), so whoever sees it fail finds nothing of it; no batch comes meanwhile (mu_
+  // is held). Dropped again once the failure is set: a write an ASKING client made in between
+  // goes too.
+  const auto drop = [&] {
+    return server_.db().DeleteSlots(static_cast<uint16_t>(range.start),
+                                    static_cast<uint16_t>(range.end));
+  };
+  auto s = drop();
   cluster::MigrationStatus m;
   m.range = range;
   m.state = cluster::MigrationState::kFail;
   server_.cluster()->SetImporting(m);
-  auto s = server_.db().DeleteSlots(static_cast<uint16_t>(range.start),
-                                    static_cast<uint16_t>(range.end));
+  if (s.ok()) {
+    s = drop();
+  }
   spdlog::warn("slot migration: the import of slots {} failed ({}); dropped what arrived",
                cluster::FormatSlotRange(range), why);
   if (!s.ok()) {
