@@ -209,9 +209,13 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
     scope.keys = CommandKeys(spec, argv);
   }
   if (!locks_held && (write || spec.first_key > 0)) {
-    if (!Lock(spec, client, argv, batch, batchable, scope, guard)) {
+    if (Lock(spec, client, argv, batch, batchable, scope, guard)) {
+      scope.storage.stripes_held = true;
+    } else {
       scope.storage.read = storage::ReadMode::kSnapshot;
     }
+  } else if (locks_held) {
+    scope.storage.stripes_held = true;  // (EXEC: every queued command's stripes)
   }
   if (groupable) {
     scope.storage.group = batch->Join(server_.db(), client, out.buffer(), before);
@@ -263,7 +267,9 @@ void Dispatcher::ExecuteCombined(const CommandSpec& spec, Client& client,
   CommandScope scope;
   storage::LockGuard guard;
   scope.keys = CommandKeys(spec, first);
-  if (!Lock(spec, client, first, batch, batchable, scope, guard)) {
+  if (Lock(spec, client, first, batch, batchable, scope, guard)) {
+    scope.storage.stripes_held = true;
+  } else {
     scope.storage.read = storage::ReadMode::kSnapshot;
   }
   if (groupable) {

@@ -545,6 +545,9 @@ void Engine::Submit(PendingWrite* w, uint64_t generation) {
     return;
   }
   w->ticket = ++last_ticket_;
+  if (!w->marked) {
+    unmarked_.store(w->ticket, std::memory_order_release);
+  }
   queue_.push_back(w);
   submitted_.store(w->ticket, std::memory_order_release);
 }

@@ -8,6 +8,8 @@
 #include <rocksdb/statistics.h>
 #include <rocksdb/write_batch.h>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -108,6 +110,9 @@ class Engine {
     void* arg = nullptr;
     Status status;
     uint64_t ticket = 0;  // 0: refused at submission (status says why)
+    // The submitter names every key the batch changes (MarkPending, before it releases their
+    // stripes); otherwise SettleKey waits for this write whatever the key.
+    bool marked = false;
   };
   // Queues *w (which must stay alive until Await(w) returns). `generation` is the value of
   // generation() when the writer started reading what it now writes: after a write failed, the
@@ -118,6 +123,23 @@ class Engine {
   // Returns once every write submitted before the call is stored (or failed).
   void Settle() {
     const uint64_t t = submitted_.load(std::memory_order_acquire);
+    if (completed_.load(std::memory_order_acquire) < t) {
+      Drain(t);
+    }
+  }
+  // SettleKey's narrower form of Settle(), for a point read of one RocksDB key by a command that
+  // holds the key's stripe: returns once every submitted write that may change this key is stored
+  // (the writes marked with its hash, and every unmarked one), not the writes of other keys.
+  void MarkPending(std::string_view key, uint64_t ticket) {
+    auto& slot = pending_marks_[PendingSlot(key)];
+    uint64_t seen = slot.load(std::memory_order_relaxed);
+    while (seen < ticket && !slot.compare_exchange_weak(seen, ticket, std::memory_order_release,
+                                                        std::memory_order_relaxed)) {
+    }
+  }
+  void SettleKey(std::string_view key) {
+    const uint64_t t = std::max(pending_marks_[PendingSlot(key)].load(std::memory_order_acquire),
+                                unmarked_.load(std::memory_order_acquire));
     if (completed_.load(std::memory_order_acquire) < t) {
       Drain(t);
     }
@@ -232,6 +254,14 @@ class Engine {
   Status generation_failure_;         // the failure that began this generation (queue_mu_)
   std::atomic<uint64_t> submitted_{0};
   std::atomic<uint64_t> completed_{0};
+  // The newest ticket of a write marked with a key of each slot (MarkPending; only raised, by
+  // writers holding the key's stripe), and of a write that named no keys.
+  static constexpr size_t kPendingSlots = 1 << 14;
+  static size_t PendingSlot(std::string_view key) {
+    return std::hash<std::string_view>()(key) & (kPendingSlots - 1);
+  }
+  std::array<std::atomic<uint64_t>, kPendingSlots> pending_marks_{};
+  std::atomic<uint64_t> unmarked_{0};
   std::atomic<uint64_t> generation_{0};
 };
 

@@ -297,7 +297,9 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb:
     raw = *held;
   } else {
     const uint64_t epoch = use_cache ? mem_.Epoch(ck) : 0;
-    if (ro.snapshot == nullptr) {
+    if (use_cache && scope.stripes_held) {
+      engine_->SettleKey(mk);
+    } else if (ro.snapshot == nullptr) {
       engine_->Settle();
     }
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), mk, &read);
@@ -398,7 +400,11 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
   uint64_t epoch = 0;
   if (!mem_.GetShared(ck, &raw, &epoch)) {  // (epoch: taken before RocksDB is read)
     std::string value;
-    engine_->Settle();
+    if (scope.stripes_held) {
+      engine_->SettleKey(std::string_view(ck).substr(1));
+    } else {
+      engine_->Settle();
+    }
     auto s = engine_->db()->Get(ro, engine_->metadata_cf(), std::string_view(ck).substr(1), &value);
     if (!s.ok() && !s.IsNotFound()) {
       return Engine::FromRocks(s);

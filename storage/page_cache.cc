@@ -75,6 +75,18 @@ rocksdb::ReadOptions PageCache::ReadOpts() const {
   return ro;
 }
 
+rocksdb::ReadOptions PageCache::PointReadOpts(std::span<const std::string> keys) const {
+  if (snapshot_ != nullptr || !stripe_held_) {
+    return ReadOpts();
+  }
+  for (const auto& k : keys) {
+    engine_->SettleKey(k);
+  }
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = fill_block_cache_;
+  return ro;
+}
+
 uint64_t PageCache::Buckets(uint32_t f) {
   if (meta_->expansion == 1) {
     return core::SubFilterBuckets(*meta_, 0);  // (all equal: no table as long as the chain)
@@ -192,9 +204,9 @@ PageCache::Page* PageCache::Fetch(uint32_t f, uint64_t page) {
     epoch = mem_->Epoch(ck);
   }
   std::string value = EmptyPageBuffer();
-  auto s = engine_->db()->Get(
-      ReadOpts(), engine_->pages_cf(),
-      EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page)), &value);
+  const std::string key =
+      EncodePageKey(prefix_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
+  auto s = engine_->db()->Get(PointReadOpts({&key, 1}), engine_->pages_cf(), key, &value);
   ++pages_loaded_;
   MemCache::Value stored;
   if (s.ok()) {
@@ -437,7 +449,7 @@ void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
     }
   } release{keys.size()};
   std::vector<rocksdb::Status> statuses(keys.size());
-  engine_->db()->MultiGet(ReadOpts(), engine_->pages_cf(), keys.size(), slices.data(),
+  engine_->db()->MultiGet(PointReadOpts(keys), engine_->pages_cf(), keys.size(), slices.data(),
                           values.data(), statuses.data(), /*sorted_input=*/true);
   pages_loaded_ += keys.size();
   for (size_t i = 0; i < keys.size(); ++i) {

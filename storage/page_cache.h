@@ -46,6 +46,10 @@ class PageCache final : public core::BucketAccess {
             class WriteGroup* group = nullptr);
   ~PageCache() override;
 
+  // The caller holds the filter's key stripe (Scope::stripes_held): a page read from RocksDB
+  // waits for the pending writes of that page only (Engine::SettleKey), not for every one.
+  void set_stripe_held(bool held) { stripe_held_ = held; }
+
   // Loads the candidate pages of these items in every sub-filter, in one MultiGet (which reads
   // every key at one sequence number). Writers cap the number of pages; all = no cap, so a
   // reader sees one consistent state.
@@ -160,9 +164,14 @@ class PageCache final : public core::BucketAccess {
   // Adds a page read from the cache or RocksDB to pages_ (value nullptr: not stored, all
   // zeros); nullptr (status_ set) when its length is wrong.
   Page* Install(uint32_t f, uint64_t page, MemCache::Value value);
+  // For iterators: RocksDB holds every write submitted so far (Engine::Settle).
   rocksdb::ReadOptions ReadOpts() const;
+  // For point reads of these keys: RocksDB holds every submitted write of them (only those when
+  // the caller holds the key's stripe, set_stripe_held).
+  rocksdb::ReadOptions PointReadOpts(std::span<const std::string> keys) const;
 
   Engine* engine_;
+  bool stripe_held_ = false;
   const rocksdb::Snapshot* snapshot_;
   std::string prefix_owned_;  // (empty when the prefix is borrowed)
   std::string_view prefix_;

@@ -371,10 +371,16 @@ void WriteGroup::Seal() {
   pending_.batch = &batch_;
   pending_.on_fail = &WriteGroup::OnWriteFailed;
   pending_.arg = this;
+  pending_.marked = true;
   engine_->Submit(&pending_, generation_);
   if (pending_.ticket == 0) {
     failed_ = pending_.status;
     Abandon();
+    return;
+  }
+  // (The stripes of these keys are still held: a reader of one of them sees its mark.)
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    engine_->MarkPending(std::string_view(keys_.key(i)).substr(1), pending_.ticket);
   }
 }
 

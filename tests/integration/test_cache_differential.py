@@ -88,3 +88,59 @@ def test_replies_do_not_depend_on_the_in_memory_cache(fresh_server, tmp_path):
     expected = run_pipelined(servers[0].port, more)
     for srv in servers[1:]:
         assert run_pipelined(srv.port, more) == expected
+
+
+
+def test_writers_on_two_io_threads_with_a_tiny_cache_lose_nothing(fresh_server, tmp_path):
+    # Connections on both io threads add items to the same filters at once, through a cache that
+    # evicts almost every page and record at once: a command then reads from RocksDB what the
+    # other thread has written and may still be storing (its write group). Every item whose
+    # CF.ADD answered 1 must be found, and each filter's count must be the number of those adds,
+    # before and after a restart.
+    import threading
+    srv = fresh_server("--cache-size", "65536", "--workers", "2", data_dir=tmp_path / "tiny")
+    filters = ["shared%d" % i for i in range(4)]
+    setup = RawClient(srv.port)
+    try:
+        for name in filters:
+            assert setup.call("CF.RESERVE", name, "20000", "BUCKETSIZE", "2") == b"+OK\r\n"
+    finally:
+        setup.close()
+    clients = 6
+    per_client = 3000
+    plans = []
+    for c in range(clients):
+        rng = random.Random(500 + c)
+        plans.append([["CF.ADD", rng.choice(filters), "c%d-%d" % (c, n)] for n in range(per_client)])
+    replies = [None] * clients
+
+    def run(c):
+        replies[c] = run_pipelined(srv.port, plans[c], batch=32)
+
+    threads = [threading.Thread(target=run, args=(c,)) for c in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    added = {name: [] for name in filters}
+    for c in range(clients):
+        assert replies[c] is not None and len(replies[c]) == per_client
+        for cmd, reply in zip(plans[c], replies[c]):
+            assert reply == b":1\r\n", (cmd, reply)
+            added[cmd[1]].append(cmd[2])
+
+    def check():
+        client = RawClient(srv.port)
+        try:
+            for name, items in added.items():
+                assert info_field(client.call("CF.INFO", name), b"Number of items inserted") == len(items)
+                for at in range(0, len(items), 500):
+                    chunk = items[at:at + 500]
+                    want = b"*%d\r\n" % len(chunk) + b":1\r\n" * len(chunk)
+                    assert client.call("CF.MEXISTS", name, *chunk) == want, name
+        finally:
+            client.close()
+
+    check()
+    srv.restart()
+    check()
