@@ -7,11 +7,13 @@
 namespace cuckood::server {
 
 bool LockBatch::Covers(const std::vector<size_t>& stripes, bool exclusive) {
-  if (held_ && uses_ < kMaxUses && (exclusive_ || !exclusive)) {
+  const int max_uses = exclusive_ ? kMaxExclusiveUses : kMaxUses;
+  const size_t max_stripes = exclusive_ ? kMaxExclusiveStripes : kMaxStripes;
+  if (held_ && uses_ < max_uses && (exclusive_ || !exclusive)) {
     // Commands on other keys join the batch (and its write group) when their stripes are free:
     // taken without waiting, so no thread ever waits while it holds stripes.
     if (guard_.covers(stripes) ||
-        (exclusive_ == exclusive && guard_.size() + stripes.size() <= kMaxStripes &&
+        (exclusive_ == exclusive && guard_.size() + stripes.size() <= max_stripes &&
          guard_.TryAdd(stripes))) {
       ++uses_;
       return true;
