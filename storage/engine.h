@@ -101,7 +101,8 @@ class Engine {
   //
   // Until a submitted write is stored, the in-memory cache may be the only place that holds its
   // values: whatever reads RocksDB on behalf of a command that may have read the cache calls
-  // Settle() first, and replies that may depend on such values are sent after Settle() too.
+  // Settle() first (a point read under the key's stripe: SettleKey(), which waits for that key's
+  // writes only), and replies that may depend on such values are sent after Settle() too.
   struct PendingWrite {
     rocksdb::WriteBatch* batch = nullptr;
     // Called (by whichever thread writes) when the write fails, before Await returns: the
