@@ -7,9 +7,8 @@
 namespace cuckood::server {
 
 bool LockBatch::Covers(const std::vector<size_t>& stripes, bool exclusive) {
-  const int max_uses = exclusive_ ? kMaxExclusiveUses : kMaxUses;
   const size_t max_stripes = exclusive_ ? kMaxExclusiveStripes : kMaxStripes;
-  if (held_ && uses_ < max_uses && (exclusive_ || !exclusive)) {
+  if (held_ && uses_ < kMaxUses && (exclusive_ || !exclusive)) {
     // Commands on other keys join the batch (and its write group) when their stripes are free:
     // taken without waiting, so no thread ever waits while it holds stripes.
     if (guard_.covers(stripes) ||
