@@ -197,7 +197,7 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   const std::string prefix = PagePrefix(ns, key, meta);
   PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
   cache.ChangeGroupPagesInPlace();
-  cache.set_stripe_held(scope.stripes_held && !scope.snapshot_reads());
+  cache.set_stripe_held(scope.stripes_held);
   // A long chain's index names the sub-filter each item goes to: only its pages are read. (A
   // chain that grows long during the command gets one then.)
   std::shared_ptr<core::ChainIndex> index;
@@ -423,7 +423,7 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(const Scope& scope, uint16_t ns, st
   MemCache::ReadSection section;
   PageCache cache(engine_, ro.snapshot, &(*m)->page_prefix, &meta.cuckoo.filter,
                   meta.cuckoo.page_size, &mem_, scope.group);
-  cache.set_stripe_held(scope.stripes_held && !scope.snapshot_reads());
+  cache.set_stripe_held(scope.stripes_held);
   if (ro.snapshot == nullptr && LookupCached(**m, hashes, count, &cache, &out)) {
     return out;
   }

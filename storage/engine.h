@@ -128,9 +128,8 @@ class Engine {
       Drain(t);
     }
   }
-  // SettleKey's narrower form of Settle(), for a point read of one RocksDB key by a command that
-  // holds the key's stripe: returns once every submitted write that may change this key is stored
-  // (the writes marked with its hash, and every unmarked one), not the writes of other keys.
+  // Records that the write of `ticket` changes this RocksDB key (its submitter calls it for each
+  // key of a `marked` write, before it gives their stripes back).
   void MarkPending(std::string_view key, uint64_t ticket) {
     auto& slot = pending_marks_[PendingSlot(key)];
     uint64_t seen = slot.load(std::memory_order_relaxed);
@@ -138,6 +137,9 @@ class Engine {
                                                         std::memory_order_relaxed)) {
     }
   }
+  // Settle() narrowed to one key, for a point read by a command that holds the key's stripe:
+  // returns once every submitted write that may change this key is stored (the writes marked
+  // with its slot, and every unmarked one), not the writes of other keys.
   void SettleKey(std::string_view key) {
     const uint64_t t = std::max(pending_marks_[PendingSlot(key)].load(std::memory_order_acquire),
                                 unmarked_.load(std::memory_order_acquire));

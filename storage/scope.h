@@ -25,9 +25,9 @@ struct Scope {
   // every write is its own RocksDB write.
   WriteGroup* group = nullptr;
   ReadMode read = ReadMode::kCached;
-  // kCached with the stripes of the command's keys held (a command's scope): a read of a key
-  // from RocksDB then waits only for the pending writes of that key (Engine::SettleKey). False
-  // (kAlone): for every pending write.
+  // The stripes of the command's keys are held (a command's scope; never with kSnapshot): a read of
+  // a key from RocksDB then waits only for the pending writes of that key (Engine::SettleKey).
+  // False (kAlone): for every pending write.
   bool stripes_held = false;
 
   bool snapshot_reads() const { return read == ReadMode::kSnapshot; }
