@@ -49,6 +49,11 @@ struct Client {
   // server/lock_batch.h) that the connection hands to the dispatcher. Set by the connection
   // around its pipeline loop.
   bool lock_batching = false;
+  // Set by the connection around a command it can set aside: a write whose key another io
+  // thread's lock batch holds then does not run (nothing is answered or counted) and parked is
+  // set; the connection runs it again later (Connection::Park).
+  bool may_park = false;
+  bool parked = false;
   // Group commit: this client's replies from group_start of *group_out on answer commands of
   // its io thread's open write group; they are not sent before that group is committed
   // (Connection::Flush waits), and each becomes the error if the commit fails.

@@ -232,8 +232,16 @@ void Connection::ProcessInput() {
   // argv holds a command parsed while looking for calls to combine, which runs next (it is never
   // dropped: every path below either runs it or keeps a copy).
   bool looked_ahead = false;
-  while (!closing_ && !busy_) {
-    if (!looked_ahead) {
+  while (!closing_ && !busy_ && !park_pending_) {
+    int parks = 0;           // how often argv was set aside before
+    bool from_park = false;  // argv is a command set aside earlier (it runs on its own)
+    if (!looked_ahead && !parked_.empty()) {
+      resumed_ = std::move(parked_.front().args);
+      parks = parked_.front().parks;
+      parked_.pop_front();
+      argv.assign(resumed_.begin(), resumed_.end());
+      from_park = true;
+    } else if (!looked_ahead) {
       if (out_.size() + writing_.size() > HighWater()) {
         break;  // backpressure: the rest waits until the socket drains
       }
@@ -275,8 +283,9 @@ void Connection::ProcessInput() {
       break;  // the rest of the pipeline waits for this command's reply
     }
     writer = resp::Writer(&out_, client_.proto);
+    const bool may_park = parks < kMaxParks && !client_.in_multi;
     if (spec != nullptr && spec->combined != nullptr && argv.size() >= 2 && !client_.in_multi &&
-        server_.live_config().combine_commands()) {
+        !from_park && server_.live_config().combine_commands()) {
       // The calls of this command on this key that follow in the pipeline run with it as one.
       // The next command is parsed now (the parser's views of commands parsed in a row stay
       // valid together): when it is not such a call, it runs next, as looked_ahead. (A kNeedMore
@@ -287,7 +296,13 @@ void Connection::ProcessInput() {
       };
       Argv& next = ahead_;
       if (parser_.Next(&next) != resp::Parser::Result::kCommand || !same(next)) {
+        client_.may_park = may_park;
         server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+        client_.may_park = false;
+        if (client_.parked) {
+          Park(argv, parks, &next);
+          break;
+        }
         if (!next.empty()) {
           argv.swap(next);
           looked_ahead = true;
@@ -316,7 +331,13 @@ void Connection::ProcessInput() {
         }
       }
     } else {
+      client_.may_park = may_park;
       server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+      client_.may_park = false;
+      if (client_.parked) {
+        Park(argv, parks, nullptr);
+        break;
+      }
     }
     ran = true;
     if (limits_.unauthenticated == client_.authenticated) {
@@ -407,6 +428,26 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
   });
 }
 
+void Connection::Park(const Argv& argv, int parks, Argv* next) {
+  client_.parked = false;
+  server_.stats().parked_commands++;
+  // (copied first: argv may point into resumed_)
+  Parked again{std::vector<std::string>(argv.begin(), argv.end()), parks + 1};
+  if (next != nullptr && !next->empty()) {
+    parked_.push_front(Parked{std::vector<std::string>(next->begin(), next->end()), 0});
+    next->clear();
+  }
+  parked_.push_front(std::move(again));
+  park_pending_ = true;  // (the pipeline stops here; reading goes on)
+  auto self = shared_from_this();
+  asio::post(socket_.get_executor(), [self] {
+    self->park_pending_ = false;
+    if (!self->closed_) {
+      self->ProcessInput();
+    }
+  });
+}
+
 void Connection::WaitForUnpause(const CommandSpec* spec, const Argv& argv) {
   busy_ = true;
   paused_argv_.assign(argv.begin(), argv.end());
@@ -420,6 +461,10 @@ void Connection::WaitForUnpause(const CommandSpec* spec, const Argv& argv) {
 
 void Connection::ResumeAfterPause() {
   if (closed_) {
+    // (Close left these to the end of the wait, as it does for a background command)
+    busy_ = false;
+    server_.watches().UnwatchAll(client_);
+    server_.pubsub().UnsubscribeAll(client_);
     return;
   }
   Argv argv(paused_argv_.begin(), paused_argv_.end());

@@ -7,6 +7,7 @@
 #include <asio.hpp>
 #include <asio/ssl.hpp>
 #include <atomic>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,6 +63,10 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   void RunInBackground(const CommandSpec* spec, const Argv& argv);
   // CLIENT PAUSE: keeps the command, stops processing input, and runs it when the pause ends.
   void WaitForUnpause(const CommandSpec* spec, const Argv& argv);
+  // Sets aside a command whose key another io thread's lock batch holds (Client::parked), with
+  // the command parsed after it when there is one, and runs them again in a handler posted
+  // behind this round's other work. parks: how often the command was set aside before.
+  void Park(const Argv& argv, int parks, Argv* next);
   void ResumeAfterPause();
   void Flush();
   // Appends a published message to the output (on the io thread) and sends it.
@@ -84,6 +89,15 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   asio::steady_timer idle_timer_;
   asio::steady_timer pause_timer_;
   std::vector<std::string> paused_argv_;  // the command waiting for CLIENT UNPAUSE
+  // Commands set aside (Park), in order: they run before anything else the connection
+  // received. A command is set aside at most kMaxParks times, then waits for its stripes.
+  static constexpr int kMaxParks = 2;
+  struct Parked {
+    std::vector<std::string> args;
+    int parks = 0;
+  };
+  std::deque<Parked> parked_;
+  std::vector<std::string> resumed_;  // the set-aside command running now (argv points here)
   uint64_t id_;
   resp::Parser parser_;
   // Consecutive calls of one command on one key taken from the pipeline to run as one
@@ -98,7 +112,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   bool write_in_flight_ = false;
   bool closing_ = false;  // no more reads; close once output is flushed
   bool closed_ = false;
-  bool busy_ = false;  // a background command of this connection is running
+  bool busy_ = false;          // a background command of this connection is running
+  bool park_pending_ = false;  // commands were set aside (Park): the pipeline waits for them
   std::atomic<size_t> pending_out_{0};
   std::atomic<size_t> query_buf_{0};
   mutable std::mutex snapshot_mu_;  // guards the copies below for other threads

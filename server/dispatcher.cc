@@ -159,8 +159,18 @@ bool Dispatcher::Lock(const CommandSpec& spec, Client& client, const Argv& argv,
     scope.stripes.erase(std::unique(scope.stripes.begin(), scope.stripes.end()),
                         scope.stripes.end());
   }
-  if (batchable && batch->Covers(scope.stripes, scope.exclusive)) {
-    return true;
+  if (batchable) {
+    if (batch->Covers(scope.stripes, scope.exclusive)) {
+      return true;
+    }
+    if (scope.exclusive && client.may_park && batch->HeldElsewhere(locks, scope.stripes)) {
+      // Another io thread's batch holds the key: rather than end this thread's batch and wait
+      // for it, the connection sets the command aside and runs it after the other connections'
+      // work of this round (Connection::Park).
+      client.parked = true;
+      return false;
+    }
+    batch->End();
   }
   if (scope.exclusive) {
     storage::LockGuard taken(&locks, scope.stripes);
@@ -211,6 +221,8 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
   if (!locks_held && (write || spec.first_key > 0)) {
     if (Lock(spec, client, argv, batch, batchable, scope, guard)) {
       scope.storage.stripes_held = true;
+    } else if (client.parked) {
+      return;  // (set aside: it runs again later; nothing ran, nothing is counted)
     } else {
       scope.storage.read = storage::ReadMode::kSnapshot;
     }

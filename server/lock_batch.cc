@@ -18,7 +18,21 @@ bool LockBatch::Covers(const std::vector<size_t>& stripes, bool exclusive) {
       return true;
     }
   }
-  End();
+  return false;
+}
+
+bool LockBatch::HeldElsewhere(storage::LockManager& locks,
+                              const std::vector<size_t>& stripes) const {
+  for (size_t s : stripes) {
+    if (held_ && guard_.holds(s)) {
+      continue;
+    }
+    auto& m = locks.stripe(s);
+    if (!m.try_lock()) {
+      return true;
+    }
+    m.unlock();
+  }
   return false;
 }
 

@@ -38,9 +38,13 @@ class LockBatch {
 
   explicit LockBatch(Stats& stats) : stats_(stats) {}
 
-  // Whether the batch holds (or can take without waiting) these sorted stripes in this mode;
-  // when it cannot, the batch ends (its stripes are given back) and false is returned.
+  // Whether the batch holds (or can take without waiting) these sorted stripes in this mode.
+  // When it cannot, nothing changes: the caller either sets its command aside (HeldElsewhere)
+  // or ends the batch (End) before it waits for the stripes.
   bool Covers(const std::vector<size_t>& stripes, bool exclusive);
+  // Whether another thread holds one of these stripes that the batch does not (each is tried
+  // and given back at once: the answer is for now only).
+  bool HeldElsewhere(storage::LockManager& locks, const std::vector<size_t>& stripes) const;
   // Starts holding these stripes (after Covers returned false).
   void Keep(storage::LockGuard guard, bool exclusive);
 

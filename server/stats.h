@@ -117,6 +117,8 @@ class Stats {
   // Calls run as part of a combined run (combine-commands), and the runs.
   std::atomic<uint64_t> combined_calls{0};
   std::atomic<uint64_t> combined_runs{0};
+  // Writes set aside because another io thread's lock batch held their key (Connection::Park).
+  std::atomic<uint64_t> parked_commands{0};
 
   // Per command (name as in the table); created on first use. The reference stays valid for the
   // life of the Stats object (resets zero the counters in place), so callers may keep it.

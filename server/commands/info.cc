@@ -255,6 +255,7 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("write_groups", s.write_groups.load());
   l.Add("write_group_commands", s.write_group_commands.load());
   l.Add("combined_runs", s.combined_runs.load());
+  l.Add("parked_commands", s.parked_commands.load());
   l.Add("combined_calls", s.combined_calls.load());
 }
 

@@ -267,3 +267,58 @@ def test_overlapping_writers_of_one_key_store_exactly_what_they_answered(fresh_s
     assert c.call("CF.MEXISTS", "gc:overlap", *probe) == answers_before
     assert scandump_chunks(c, "gc:overlap") == dump_before
     c.close()
+
+
+def test_writes_set_aside_for_another_threads_batch_keep_their_order(fresh_server):
+    """Clients on both io threads pipeline writes to a few shared filters, each write followed
+    by a read of the same item and an ECHO. A write whose key the other io thread's lock batch
+    holds is set aside and run again after the thread's other work (INFO stats
+    parked_commands); the pipeline behind it must wait for it: every reply comes in order, and
+    the CF.COUNT right after a CF.ADD always sees its item. Nothing is lost, also after kill -9."""
+    srv = fresh_server("--workers", "2")
+    keys = ["park%d" % i for i in range(4)]
+    c = RawClient(srv.port)
+    for k in keys:
+        assert c.call("CF.RESERVE", k, "40000", "BUCKETSIZE", "2") == b"+OK\r\n"
+    added = {k: [] for k in keys}
+    problems = []
+    lock = threading.Lock()
+
+    def client(n):
+        rng = random.Random(7000 + n)
+        cc = RawClient(srv.port)
+        try:
+            for round_ in range(40):
+                cmds, plan = [], []
+                for j in range(24):
+                    key = rng.choice(keys)
+                    item = b"p%d-%d-%d" % (n, round_, j)
+                    marker = b"m%d-%d-%d" % (n, round_, j)
+                    cmds += [["CF.ADD", key, item], ["CF.COUNT", key, item], ["ECHO", marker]]
+                    plan.append((key, item, marker))
+                replies = replies_of(cc, cmds, True)
+                for j, (key, item, marker) in enumerate(plan):
+                    add, count, echo = replies[3 * j:3 * j + 3]
+                    if add != b":1\r\n" or echo != b"$%d\r\n%s\r\n" % (len(marker), marker) \
+                            or not count.startswith(b":") or int(count[1:]) < 1:
+                        problems.append((key, item, add, count, echo))
+                    with lock:
+                        added[key].append(item)
+        finally:
+            cc.close()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert problems == []
+    assert int(info_stats(c)["parked_commands"]) > 0, "no write was ever set aside"
+    c.close()
+    srv.kill9()
+    srv.start()
+    c = RawClient(srv.port)
+    for k, items in added.items():
+        assert b"+Number of items inserted\r\n:%d\r\n" % len(items) in c.call("CF.INFO", k)
+        assert c.call("CF.MEXISTS", k, *items) == b"*%d\r\n" % len(items) + b":1\r\n" * len(items)
+    c.close()
