@@ -71,3 +71,54 @@ TEST_CASE("a command that cannot join the group commits it before it runs", "[lo
   CHECK(out == ":1\r\n:1\r\n*2\r\n:1\r\n:0\r\n");
   batch.End();
 }
+
+TEST_CASE("a write whose key another batch holds is set aside, not run, when the client may park",
+          "[lock_batch]") {
+  TestServer ts;
+  auto& stats = ts.server().stats();
+  // Two io threads' batches (used here on one thread: setting aside never waits).
+  server::LockBatch first(stats);
+  server::LockBatch second(stats);
+  server::Client a = ts.NewClient();
+  server::Client b = ts.NewClient();
+  a.lock_batching = true;
+  b.lock_batching = true;
+  std::string out_a;
+  std::string out_b;
+  Send(ts, a, first, &out_a, {"CF.ADD", "held", "x"});
+  Send(ts, b, second, &out_b, {"CF.ADD", "own", "y"});
+  REQUIRE(b.group_pending);  // (its reply waits for the second batch's group)
+  REQUIRE(out_b == ":1\r\n");
+  const uint64_t calls = stats.For("cf.add").calls;
+  b.may_park = true;
+  Send(ts, b, second, &out_b, {"CF.ADD", "held", "z"});
+  CHECK(b.parked);  // the first batch holds "held": nothing ran or answered
+  CHECK(out_b == ":1\r\n");
+  CHECK(stats.For("cf.add").calls == calls);
+  CHECK(second.has_group());  // the second batch goes on: its group is still open
+  b.parked = false;
+  // A key only the second batch holds is not held elsewhere: the command runs in the batch.
+  Send(ts, b, second, &out_b, {"CF.ADD", "own", "w"});
+  CHECK_FALSE(b.parked);
+  CHECK(stats.For("cf.add").calls == calls + 1);
+  // Once the first batch ends, the set-aside command runs.
+  first.End();
+  CHECK(out_a == ":1\r\n");
+  Send(ts, b, second, &out_b, {"CF.ADD", "held", "z"});
+  CHECK_FALSE(b.parked);
+  second.End();
+  CHECK_FALSE(b.group_pending);
+  CHECK(out_b == ":1\r\n:1\r\n:1\r\n");
+  CHECK(ts.Run({"CF.EXISTS", "held", "z"}) == ":1\r\n");
+  CHECK(ts.Run({"CF.EXISTS", "own", "w"}) == ":1\r\n");
+  // A reader never parks: it reads a snapshot when a writer holds its key.
+  Send(ts, a, first, &out_a, {"CF.ADD", "held", "v"});
+  std::string out_c;
+  server::Client c = ts.NewClient();
+  c.lock_batching = true;
+  c.may_park = true;
+  Send(ts, c, second, &out_c, {"CF.EXISTS", "held", "z"});
+  CHECK_FALSE(c.parked);
+  CHECK(out_c == ":1\r\n");
+  first.End();
+}
