@@ -312,3 +312,30 @@ def test_client_pause_write_holds_exec_of_a_write_and_pipelined_commands(server)
         admin.call("CLIENT", "UNPAUSE")
         admin.close()
         c.close()
+
+
+def test_a_client_closed_while_its_command_waits_for_client_pause_leaves_no_subscription(server):
+    # A RESP3 client subscribed to a channel sends a write during CLIENT PAUSE WRITE and goes
+    # away while it waits: its subscription must go with it (PUBSUB NUMSUB), and publishing to
+    # the channel afterwards reaches nobody.
+    admin, c = RawClient(server.port), RawClient(server.port)
+    try:
+        assert c.call("HELLO", "3").startswith(b"%")
+        assert c.call("SUBSCRIBE", "adm:pause-ch").startswith(b">3\r\n")
+        assert admin.call("PUBSUB", "NUMSUB", "adm:pause-ch") == \
+            b"*2\r\n$12\r\nadm:pause-ch\r\n:1\r\n"
+        assert admin.call("CLIENT", "PAUSE", "5000", "WRITE") == b"+OK\r\n"
+        c.send_raw(b"*3\r\n$6\r\nCF.ADD\r\n$9\r\nadm:pause\r\n$1\r\nx\r\n")
+        time.sleep(0.2)
+        c.close()
+        deadline = time.monotonic() + 5
+        while admin.call("PUBSUB", "NUMSUB", "adm:pause-ch") != \
+                b"*2\r\n$12\r\nadm:pause-ch\r\n:0\r\n":
+            assert time.monotonic() < deadline, "the closed client is still subscribed"
+            time.sleep(0.05)
+        assert admin.call("CLIENT", "UNPAUSE") == b"+OK\r\n"
+        assert admin.call("PUBLISH", "adm:pause-ch", "hello") == b":0\r\n"
+        assert admin.call("PING") == b"+PONG\r\n"
+    finally:
+        admin.call("CLIENT", "UNPAUSE")
+        admin.close()
