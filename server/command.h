@@ -100,6 +100,9 @@ struct CommandSpec {
   int step = 0;
   Handler handler = nullptr;
   CombinedHandler combined = nullptr;  // (CombinedHandler; nullptr: calls run one by one)
+  // The same for consecutive calls that name different keys (reads only; ctx.argv is the
+  // first call): Dispatcher::DispatchAcrossKeys. nullptr: such calls run one by one.
+  CombinedHandler across_keys = nullptr;
   std::string summary = {};
   std::string since = "1.0.0";
   std::string group = "generic";

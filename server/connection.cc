@@ -295,19 +295,14 @@ void Connection::ProcessInput() {
                server_.commands().Find(call[0]) == spec;
       };
       Argv& next = ahead_;
-      if (parser_.Next(&next) != resp::Parser::Result::kCommand || !same(next)) {
-        client_.may_park = may_park;
-        server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
-        client_.may_park = false;
-        if (client_.parked) {
-          Park(argv, parks, &next);
-          break;
-        }
-        if (!next.empty()) {
-          argv.swap(next);
-          looked_ahead = true;
-        }
-      } else {
+      // The same command on another key (reads of several keys run as one, across_keys).
+      auto same_command = [&](const Argv& call) {
+        return call.size() == argv.size() &&
+               (call[0] == argv[0] || server_.commands().Find(call[0]) == spec);
+      };
+      // The calls that follow while fits(call) holds, with argv and next, into combined_ (the
+      // first call that does not fit is kept in next, as looked_ahead).
+      auto gather = [&](auto&& fits) {
         size_t n = 0;
         auto take = [&](const Argv& call) {
           if (combined_.size() <= n) {
@@ -318,16 +313,37 @@ void Connection::ProcessInput() {
         take(argv);
         take(next);
         while (n < kMaxCombined && parser_.Next(&next) == resp::Parser::Result::kCommand) {
-          if (!same(next)) {
+          if (!fits(next)) {
             looked_ahead = true;
             break;
           }
           take(next);
         }
-        server_.dispatcher().DispatchCombined(
-            client_, *spec, std::span<const Argv>(combined_.data(), n), writer, &batch_);
+        return std::span<const Argv>(combined_.data(), n);
+      };
+      const bool next_parsed = parser_.Next(&next) == resp::Parser::Result::kCommand;
+      if (next_parsed && same(next)) {
+        server_.dispatcher().DispatchCombined(client_, *spec, gather(same), writer, &batch_);
         if (looked_ahead) {
           argv.swap(next);
+        }
+      } else if (next_parsed && spec->across_keys != nullptr && same_command(next)) {
+        server_.dispatcher().DispatchAcrossKeys(client_, *spec, gather(same_command), writer,
+                                                &batch_);
+        if (looked_ahead) {
+          argv.swap(next);
+        }
+      } else {
+        client_.may_park = may_park;
+        server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+        client_.may_park = false;
+        if (client_.parked) {
+          Park(argv, parks, &next);
+          break;
+        }
+        if (!next.empty()) {
+          argv.swap(next);
+          looked_ahead = true;
         }
       }
     } else {

@@ -297,13 +297,21 @@ void Dispatcher::ExecuteCombined(const CommandSpec& spec, Client& client,
     server_.watches().Touch(client.db, ctx.modified ? *ctx.modified : scope.keys);
   }
   guard.Release();
+  AccountRun(spec, client, calls, *out.buffer(), starts, start);
+  if (batch != nullptr && batch->group_full()) {
+    batch->EndGroup();
+  }
+}
+
+void Dispatcher::AccountRun(const CommandSpec& spec, Client& client, std::span<const Argv> calls,
+                            const std::string& bytes, const std::vector<size_t>& starts,
+                            std::chrono::steady_clock::time_point start) {
   const auto micros = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::microseconds>(
                                                 std::chrono::steady_clock::now() - start)
                                                 .count());
   const uint64_t n = calls.size();
   server_.stats().combined_runs.fetch_add(1, std::memory_order_relaxed);
   server_.stats().combined_calls.fetch_add(n, std::memory_order_relaxed);
-  const std::string& bytes = *out.buffer();
   for (size_t i = 0; i < calls.size(); ++i) {
     // Each call's reply is one simple value: an error reply is "-text\r\n".
     std::optional<std::string_view> error;
@@ -315,9 +323,61 @@ void Dispatcher::ExecuteCombined(const CommandSpec& spec, Client& client,
     // (the time shared out so that the calls' times add up to the run's)
     AccountCall(spec, client, calls[i], error, micros / n + (i < micros % n ? 1 : 0));
   }
-  if (batch != nullptr && batch->group_full()) {
-    batch->EndGroup();
+}
+
+void Dispatcher::DispatchAcrossKeys(Client& client, const CommandSpec& spec,
+                                    std::span<const Argv> calls, resp::Writer& out,
+                                    LockBatch* batch) {
+  // DispatchCombined's checks, and Route for every call (the keys differ). Only reads run
+  // this way: consecutive reads of one client see the same data however they are ordered
+  // among themselves, once every key's stripe is held.
+  bool as_one = calls.size() > 1 && spec.across_keys != nullptr && !(spec.flags & kWrite) &&
+                batch != nullptr && client.lock_batching && !client.in_multi &&
+                !client.cluster_asking && ArityAccepts(spec, calls[0].size()) &&
+                (client.authenticated || (spec.flags & kNoAuth)) && !loading() &&
+                !InSubscribedMode(client) && spec.first_key == 1 &&
+                !(spec.flags & (kLockAll | kBackground));
+  for (size_t i = 0; as_one && i < calls.size(); ++i) {
+    as_one = Route(client, spec, calls[i]) == std::nullopt;
   }
+  if (as_one) {
+    as_one = ExecuteAcrossKeys(spec, client, calls, out, batch);
+  }
+  if (!as_one) {
+    for (const Argv& argv : calls) {
+      Dispatch(client, &spec, argv, out, batch);
+    }
+  }
+}
+
+bool Dispatcher::ExecuteAcrossKeys(const CommandSpec& spec, Client& client,
+                                   std::span<const Argv> calls, resp::Writer& out,
+                                   LockBatch* batch) {
+  const auto start = std::chrono::steady_clock::now();
+  batch->EndGroup();  // (as Execute: a read sees committed writes only)
+  storage::LockManager& locks = server_.db().locks();
+  CommandScope scope;
+  for (const Argv& call : calls) {
+    scope.stripes.push_back(locks.StripeOf(client.db, call[1]));
+  }
+  std::sort(scope.stripes.begin(), scope.stripes.end());
+  scope.stripes.erase(std::unique(scope.stripes.begin(), scope.stripes.end()), scope.stripes.end());
+  if (!batch->Covers(scope.stripes, false)) {
+    batch->End();
+    auto taken = storage::LockGuard::TryShared(&locks, scope.stripes);
+    if (!taken) {
+      return false;  // (a writer holds one: the calls run one by one)
+    }
+    batch->Keep(std::move(*taken), false);
+  }
+  scope.storage.stripes_held = true;
+  CommandContext ctx{server_,       client,      out, calls[0], server_.db().Namespace(client.db),
+                     scope.storage, std::nullopt};
+  thread_local std::vector<size_t> starts;
+  starts.clear();
+  spec.across_keys(ctx, calls, &starts);
+  AccountRun(spec, client, calls, *out.buffer(), starts, start);
+  return true;
 }
 
 void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& argv,

@@ -59,6 +59,13 @@ class Dispatcher {
   // its own; the combined run's time is shared equally among its calls.
   void DispatchCombined(Client& client, const CommandSpec& spec, std::span<const Argv> calls,
                         resp::Writer& out, LockBatch* batch = nullptr);
+  // Dispatch of consecutive calls of spec by the client with the same number of arguments that
+  // name different keys (a connection's pipeline): when spec has an across_keys handler (reads)
+  // and every check Dispatch makes passes, they run as one (the stripes of all their keys held
+  // together, one handler call); otherwise one by one. Replies and statistics as
+  // DispatchCombined's.
+  void DispatchAcrossKeys(Client& client, const CommandSpec& spec, std::span<const Argv> calls,
+                          resp::Writer& out, LockBatch* batch);
   // Runs a command already checked by Dispatch (EXEC runs its queued commands here with
   // locks_held: it holds their stripes already).
   void Execute(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
@@ -98,6 +105,15 @@ class Dispatcher {
   // The combined run of DispatchCombined, once its checks passed.
   void ExecuteCombined(const CommandSpec& spec, Client& client, std::span<const Argv> calls,
                        resp::Writer& out, LockBatch* batch);
+  // The run of DispatchAcrossKeys, once its checks passed; false (nothing ran) when the
+  // stripes of the keys could not all be taken without waiting.
+  bool ExecuteAcrossKeys(const CommandSpec& spec, Client& client, std::span<const Argv> calls,
+                         resp::Writer& out, LockBatch* batch);
+  // Counts each call of a combined run (replies from starts[i] of bytes) in the statistics,
+  // sharing the run's time since start among them.
+  void AccountRun(const CommandSpec& spec, Client& client, std::span<const Argv> calls,
+                  const std::string& bytes, const std::vector<size_t>& starts,
+                  std::chrono::steady_clock::time_point start);
 
   Server& server_;
   std::unordered_map<const CommandSpec*, CommandStats*> command_stats_;

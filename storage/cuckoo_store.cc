@@ -456,6 +456,147 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(const Scope& scope, uint16_t ns, st
   return out;
 }
 
+void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::string_view> keys,
+                      std::span<const std::string_view> items, bool count,
+                      std::vector<StatusOr<uint64_t>>* out) {
+  const size_t n = keys.size();
+  out->clear();
+  out->reserve(n);
+  auto one = [&](size_t i) -> StatusOr<uint64_t> {
+    auto r = CfLookup(scope, ns, keys[i], {items[i]}, count);
+    if (!r.ok()) {
+      return r.status();
+    }
+    return (*r)[0];
+  };
+  if (scope.snapshot_reads() || !scope.stripes_held) {
+    for (size_t i = 0; i < n; ++i) {
+      out->push_back(one(i));
+    }
+    return;
+  }
+  // Each call's metadata (this thread's decoded copies, mostly), then the candidate pages of
+  // every call in one GetSharedMany; a call whose filter does not suit (long chains, pages not
+  // cached) is answered by CfLookup.
+  const rocksdb::ReadOptions ro;
+  std::vector<std::shared_ptr<const MetaView>> views(n);
+  std::vector<uint8_t> cached(n, 0);  // answered from the pages asked for together
+  std::vector<core::ItemHash> hashes(n);
+  std::vector<size_t> first(n + 1, 0);  // call i's candidates: [first[i], first[i + 1])
+  size_t wanted = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out->push_back(uint64_t{0});
+    first[i] = wanted;
+    auto m = LookupMeta(scope, ro, ns, keys[i]);
+    if (!m.ok()) {
+      (*out)[i] = m.status();
+      continue;
+    }
+    if (*m == nullptr || (*m)->meta.type != KeyType::kCuckoo) {
+      continue;  // (0, as CfLookup answers a missing key or another type)
+    }
+    const core::FilterMeta& filter = (*m)->meta.cuckoo.filter;
+    const uint32_t nf = filter.num_filters;
+    if (nf == 0 || nf > kCachedLookupMaxFilters || wanted + 2 * nf > kCachedLookupMaxPages) {
+      cached[i] = 2;  // (CfLookup answers it)
+      continue;
+    }
+    views[i] = std::move(*m);
+    hashes[i] = core::HashItem(items[i]);
+    cached[i] = 1;
+    wanted += 2 * nf;
+  }
+  first[n] = wanted;
+  MemCache::ReadSection section;
+  std::vector<CandidateAccess::Candidates> cand(wanted / 2);
+  std::string key_bytes;
+  std::vector<size_t> key_at(wanted + 1, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (cached[i] != 1) {
+      continue;
+    }
+    const MetaView& view = *views[i];
+    const core::FilterMeta& filter = view.meta.cuckoo.filter;
+    const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
+    size_t k = first[i];
+    for (uint32_t f = 0; f < filter.num_filters; ++f) {
+      const uint64_t buckets = core::SubFilterBuckets(filter, f);
+      auto& c = cand[k / 2];
+      c.bucket[0] = buckets == 0 ? 0 : core::PrimaryBucket(hashes[i].hash, buckets);
+      c.bucket[1] = buckets == 0 ? 0 : core::AltBucket(hashes[i].hash, hashes[i].fp, buckets);
+      for (uint64_t b : c.bucket) {
+        const size_t at = key_bytes.size();
+        key_bytes.resize(at + 1 + view.page_prefix.size() + kPageKeySuffix);
+        key_bytes[at] = 'p';
+        std::memcpy(key_bytes.data() + at + 1, view.page_prefix.data(), view.page_prefix.size());
+        EncodePageKeySuffix(key_bytes.data() + at + 1 + view.page_prefix.size(),
+                            static_cast<uint16_t>(f), static_cast<uint32_t>(geo.PageOf(b)));
+        key_at[k + 1] = key_bytes.size();
+        ++k;
+      }
+      if (buckets == 0) {
+        cached[i] = 2;  // (an unusable filter: CfLookup reports it)
+      }
+    }
+  }
+  std::vector<std::string_view> page_keys(wanted);
+  for (size_t j = 0; j < wanted; ++j) {
+    page_keys[j] = std::string_view(key_bytes).substr(key_at[j], key_at[j + 1] - key_at[j]);
+  }
+  std::vector<MemCache::Value> values(wanted);
+  std::unique_ptr<bool[]> found(new bool[wanted > 0 ? wanted : 1]);
+  if (wanted > 0) {
+    mem_.GetSharedMany(page_keys, values.data(), found.get());
+  }
+  thread_local std::string zeros;
+  for (size_t i = 0; i < n; ++i) {
+    if (cached[i] != 1) {
+      continue;
+    }
+    const MetaView& view = *views[i];
+    const core::FilterMeta& filter = view.meta.cuckoo.filter;
+    const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
+    if (zeros.size() < geo.page_bytes) {
+      zeros.assign(geo.page_bytes, '\0');
+    }
+    bool all = true;
+    size_t k = first[i];
+    for (uint32_t f = 0; f < filter.num_filters && all; ++f) {
+      auto& c = cand[k / 2];
+      const uint64_t buckets = core::SubFilterBuckets(filter, f);
+      for (int side = 0; side < 2; ++side, ++k) {
+        const uint64_t page = geo.PageOf(c.bucket[side]);
+        const MemCache::Value& v = values[k];
+        if (!found[k] || (v && v->size() != geo.PageLength(page, buckets))) {
+          all = false;
+          break;
+        }
+        const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
+        c.bytes[side] = reinterpret_cast<const uint8_t*>(v ? v->data() : zeros.data()) + off;
+      }
+    }
+    if (!all) {
+      cached[i] = 2;
+      continue;
+    }
+    CandidateAccess access(&cand[first[i] / 2]);
+    bool io_error = false;
+    const uint64_t r = count ? core::Count(filter, access, hashes[i], &io_error)
+                             : (core::Exists(filter, access, hashes[i], &io_error) ? 1 : 0);
+    if (io_error) {
+      cached[i] = 2;
+    } else {
+      (*out)[i] = r;
+    }
+  }
+  values.clear();  // (borrowed: before the section closes)
+  for (size_t i = 0; i < n; ++i) {
+    if (cached[i] == 2) {
+      (*out)[i] = one(i);
+    }
+  }
+}
+
 StatusOr<bool> Db::CfDelete(const Scope& scope, uint16_t ns, std::string_view key,
                             std::string_view item, const CfSettings&) {
   auto m = Get(scope, ns, key);

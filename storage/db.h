@@ -135,6 +135,13 @@ class Db {
   // Per item: exists (0/1) or count. Missing key or another type: all zero.
   StatusOr<std::vector<uint64_t>> CfLookup(const Scope& scope, uint16_t ns, std::string_view key,
                                            const std::vector<std::string_view>& items, bool count);
+  // CfLookup of one item in each of several keys (keys[i], items[i]; a key may repeat), as
+  // consecutive calls would answer: (*out)[i] is call i's answer or error. The pages of every
+  // call are asked of the in-memory cache together, so that their cache misses overlap. The
+  // caller holds every key's stripe.
+  void CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::string_view> keys,
+                    std::span<const std::string_view> items, bool count,
+                    std::vector<StatusOr<uint64_t>>* out);
   // kNotFound / kDelFilterNotFound for a missing key or another type.
   StatusOr<bool> CfDelete(const Scope& scope, uint16_t ns, std::string_view key,
                           std::string_view item, const CfSettings& settings);

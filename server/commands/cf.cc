@@ -298,8 +298,40 @@ void CfLookupCombinedCommon(CommandContext& ctx, std::span<const Argv> calls,
   }
 }
 
+// Consecutive CF.EXISTS (CF.COUNT) calls on different keys as one lookup (CombinedHandler,
+// across_keys).
+void CfLookupAcrossKeysCommon(CommandContext& ctx, std::span<const Argv> calls,
+                              std::vector<size_t>* starts, bool count) {
+  thread_local std::vector<std::string_view> keys;
+  thread_local std::vector<storage::StatusOr<uint64_t>> results;
+  keys.clear();
+  for (const Argv& call : calls) {
+    keys.push_back(call[1]);
+  }
+  const std::vector<std::string_view>& items = CallItems(calls);
+  ctx.server.db().CfLookupKeys(ctx.scope, ctx.ns, keys, items, count, &results);
+  for (size_t i = 0; i < calls.size(); ++i) {
+    starts->push_back(ctx.out.buffer()->size());
+    if (!results[i].ok()) {
+      ReplyStatusError(ctx.out, results[i].status());
+    } else if (count) {
+      ctx.out.Integer(static_cast<int64_t>(*results[i]));
+    } else {
+      ctx.out.Bool(*results[i] != 0);
+    }
+  }
+}
+
 void CfExists(CommandContext& ctx) {
   CfLookupCommon(ctx, false, false);
+}
+void CfExistsAcrossKeys(CommandContext& ctx, std::span<const Argv> calls,
+                        std::vector<size_t>* starts) {
+  CfLookupAcrossKeysCommon(ctx, calls, starts, false);
+}
+void CfCountAcrossKeys(CommandContext& ctx, std::span<const Argv> calls,
+                       std::vector<size_t>* starts) {
+  CfLookupAcrossKeysCommon(ctx, calls, starts, true);
 }
 void CfExistsCombined(CommandContext& ctx, std::span<const Argv> calls,
                       std::vector<size_t>* starts) {
@@ -517,6 +549,7 @@ void RegisterCfCommands(CommandTable& table) {
       .step = 1,
       .handler = CfExists,
       .combined = CfExistsCombined,
+      .across_keys = CfExistsAcrossKeys,
       .summary = "Checks whether one or more items exist in a "
                  "Cuckoo Filter",
       .since = "1.0.0",
@@ -549,6 +582,7 @@ void RegisterCfCommands(CommandTable& table) {
       .step = 1,
       .handler = CfCount,
       .combined = CfCountCombined,
+      .across_keys = CfCountAcrossKeys,
       .summary = "Return the number of times an item might be in a Cuckoo Filter",
       .since = "1.0.0",
       .group = "cf",

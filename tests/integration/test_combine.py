@@ -135,3 +135,66 @@ def test_calls_in_multi_are_queued_one_by_one_and_config_set_turns_combining_off
     assert [c.read_reply() for _ in calls] == [b":1\r\n"] * 5
     assert info_fields(srv.port, "stats")["combined_calls"] == "5"
     c.close()
+
+
+def reads_across_keys_session(seed, protocol):
+    """Filters of several shapes (one page, many pages, sub-filters, a long chain), a string key,
+    keys that expire or have expired and keys never made; then pipelined runs of CF.EXISTS and
+    CF.COUNT naming a random key each (the same key now and then), between writes."""
+    rng = random.Random(seed)
+    out = [["HELLO", str(protocol)]]
+    filters = []
+    for i in range(30):
+        name = "k%d" % i
+        filters.append(name)
+        out.append(["CF.RESERVE", name, str(rng.choice([4, 50, 2000, 100000])), "BUCKETSIZE",
+                    str(rng.choice([1, 2, 4])), "EXPANSION", str(rng.choice([1, 2]))])
+        out.append(["CF.INSERT", name, "ITEMS"] + ["i%d" % rng.randrange(300) for _ in range(40)])
+    out.append(["CF.RESERVE", "chain", "2", "BUCKETSIZE", "1", "EXPANSION", "1"])
+    out.append(["CF.INSERT", "chain", "ITEMS"] + ["i%d" % n for n in range(300)])
+    out += [["SET", "str", "v"], ["EXPIRE", "k1", "100000"], ["PEXPIREAT", "k2", "1"]]
+    keys = filters + ["chain", "str", "nokey1", "nokey2"]
+    for _ in range(120):
+        name = rng.choice(["CF.EXISTS", "CF.COUNT"])
+        for _ in range(rng.randrange(1, 40)):
+            call = [rng.choice([name, name.lower()]), rng.choice(keys), "i%d" % rng.randrange(400)]
+            if rng.random() < 0.02:
+                call = call[:2]  # wrong arity: ends the run, answers its error
+            out.append(call)
+        r = rng.random()
+        if r < 0.5:
+            out.append(["CF.ADD", rng.choice(filters), "i%d" % rng.randrange(400)])
+        elif r < 0.6:
+            out.append(["CF.DEL", rng.choice(filters), "i%d" % rng.randrange(400)])
+        elif r < 0.65:
+            out.append(["CF.MEXISTS", rng.choice(keys), "i1", "i2"])
+    return out
+
+
+@pytest.mark.parametrize("protocol", [2, 3])
+def test_reads_of_different_keys_answer_as_calls_one_by_one(fresh_server, tmp_path, protocol):
+    # Consecutive CF.EXISTS / CF.COUNT calls on different keys run as one lookup
+    # (Dispatcher::DispatchAcrossKeys): replies and INFO commandstats must be those of the calls
+    # one by one, with the pages in the in-memory cache and without a cache (cache-size 0:
+    # every call is answered by the lookup of its key alone).
+    args = ["--cf-max-expansions", "1024"]
+    one_by_one = fresh_server(*args, "--combine-commands", "no", data_dir=tmp_path / "no")
+    combined = fresh_server(*args, data_dir=tmp_path / "yes")
+    uncached = fresh_server(*args, "--cache-size", "0", data_dir=tmp_path / "nocache")
+    session = reads_across_keys_session(seed=4400 + protocol, protocol=protocol)
+    want = run_pipelined(one_by_one.port, session, batch=200)
+    for srv in (combined, uncached):
+        got = run_pipelined(srv.port, session, batch=200)
+        for i, (w, g) in enumerate(zip(want, got)):
+            assert g == w, "command %d %r" % (i, session[i])
+        stats = info_fields(srv.port, "stats")
+        assert int(stats["combined_calls"]) > 2 * int(stats["combined_runs"]) > 100
+        counts = {k: v for k, v in call_counts(srv.port).items() if k != "cmdstat_info"}
+        want_counts = {k: v for k, v in call_counts(one_by_one.port).items()
+                       if k != "cmdstat_info"}
+        assert counts == want_counts
+        assert info_fields(srv.port, "errorstats") == info_fields(one_by_one.port, "errorstats")
+    assert any(r in (b":1\r\n", b"#t\r\n") for r in want)
+    assert any(r in (b":0\r\n", b"#f\r\n") for r in want)
+    assert any(r.startswith(b":") and r not in (b":0\r\n", b":1\r\n") for r in want), \
+        "no CF.COUNT above 1"
