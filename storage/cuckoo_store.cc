@@ -548,7 +548,20 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   if (wanted > 0) {
     mem_.GetSharedMany(page_keys, values.data(), found.get());
   }
+  // Never-stored pages read as zeros: one buffer of the largest page serves them all (sized
+  // before any pointer into it is taken).
   thread_local std::string zeros;
+  for (size_t i = 0; i < n; ++i) {
+    if (cached[i] == 1) {
+      const MetaView& view = *views[i];
+      const PageGeometry geo(view.meta.cuckoo.page_size, view.meta.cuckoo.filter.bucket_size);
+      if (zeros.size() < geo.page_bytes) {
+        zeros.assign(geo.page_bytes, '\0');
+      }
+    }
+  }
+  // Every call's candidate buckets, each asked for as soon as its page is known (their cache
+  // misses overlap), then the answers.
   for (size_t i = 0; i < n; ++i) {
     if (cached[i] != 1) {
       continue;
@@ -556,9 +569,6 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     const MetaView& view = *views[i];
     const core::FilterMeta& filter = view.meta.cuckoo.filter;
     const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
-    if (zeros.size() < geo.page_bytes) {
-      zeros.assign(geo.page_bytes, '\0');
-    }
     bool all = true;
     size_t k = first[i];
     for (uint32_t f = 0; f < filter.num_filters && all; ++f) {
@@ -573,14 +583,20 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
         c.bytes[side] = reinterpret_cast<const uint8_t*>(v ? v->data() : zeros.data()) + off;
+        __builtin_prefetch(c.bytes[side]);
       }
     }
     if (!all) {
       cached[i] = 2;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (cached[i] != 1) {
       continue;
     }
     CandidateAccess access(&cand[first[i] / 2]);
     bool io_error = false;
+    const core::FilterMeta& filter = views[i]->meta.cuckoo.filter;
     const uint64_t r = count ? core::Count(filter, access, hashes[i], &io_error)
                              : (core::Exists(filter, access, hashes[i], &io_error) ? 1 : 0);
     if (io_error) {
