@@ -301,7 +301,7 @@ void Connection::ProcessInput() {
                (call[0] == argv[0] || server_.commands().Find(call[0]) == spec);
       };
       // The calls that follow while fits(call) holds, with argv and next, into combined_ (the
-      // first call that does not fit is kept in next, as looked_ahead).
+      // first call that does not fit becomes argv, as looked_ahead).
       auto gather = [&](auto&& fits) {
         size_t n = 0;
         auto take = [&](const Argv& call) {
@@ -319,20 +319,17 @@ void Connection::ProcessInput() {
           }
           take(next);
         }
+        if (looked_ahead) {
+          argv.swap(next);  // (combined_ holds copies of the calls' views)
+        }
         return std::span<const Argv>(combined_.data(), n);
       };
       const bool next_parsed = parser_.Next(&next) == resp::Parser::Result::kCommand;
       if (next_parsed && same(next)) {
         server_.dispatcher().DispatchCombined(client_, *spec, gather(same), writer, &batch_);
-        if (looked_ahead) {
-          argv.swap(next);
-        }
       } else if (next_parsed && spec->across_keys != nullptr && same_command(next)) {
         server_.dispatcher().DispatchAcrossKeys(client_, *spec, gather(same_command), writer,
                                                 &batch_);
-        if (looked_ahead) {
-          argv.swap(next);
-        }
       } else {
         client_.may_park = may_park;
         server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);

@@ -48,6 +48,15 @@ class CandidateAccess final : public core::BucketAccess {
 // A lookup through the cached path asks for at most this many pages (larger ones, and long
 // chains, take PageCache::Prefetch, which removes repeats and skips empty sub-filters).
 constexpr size_t kCachedLookupMaxPages = 4096;
+
+// Writes the in-memory cache key of page `page` of sub-filter f ('p' | page prefix | filter |
+// page, PageCacheKey) at key, which has room for 1 + prefix.size() + kPageKeySuffix bytes.
+void WritePageCacheKey(char* key, std::string_view prefix, uint32_t f, uint64_t page) {
+  key[0] = 'p';
+  std::memcpy(key + 1, prefix.data(), prefix.size());
+  EncodePageKeySuffix(key + 1 + prefix.size(), static_cast<uint16_t>(f),
+                      static_cast<uint32_t>(page));
+}
 constexpr uint32_t kCachedLookupMaxFilters = 32;
 
 }  // namespace
@@ -306,11 +315,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       c.bucket[0] = core::PrimaryBucket(hashes[i].hash, n);
       c.bucket[1] = core::AltBucket(hashes[i].hash, hashes[i].fp, n);
       for (uint64_t b : c.bucket) {
-        char* key = key_bytes.data() + k * key_len;
-        key[0] = 'p';
-        std::memcpy(key + 1, view.page_prefix.data(), view.page_prefix.size());
-        EncodePageKeySuffix(key + 1 + view.page_prefix.size(), static_cast<uint16_t>(f),
-                            static_cast<uint32_t>(geo.PageOf(b)));
+        WritePageCacheKey(key_bytes.data() + k * key_len, view.page_prefix, f, geo.PageOf(b));
         ++k;
       }
     }
@@ -511,6 +516,9 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   std::vector<CandidateAccess::Candidates> cand(wanted / 2);
   std::string key_bytes;
   std::vector<size_t> key_at(wanted + 1, 0);
+  // Never-stored pages read as zeros: one buffer of the largest page serves them all (sized
+  // here, before any pointer into it is taken).
+  thread_local std::string zeros;
   for (size_t i = 0; i < n; ++i) {
     if (cached[i] != 1) {
       continue;
@@ -518,6 +526,9 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     const MetaView& view = *views[i];
     const core::FilterMeta& filter = view.meta.cuckoo.filter;
     const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
+    if (zeros.size() < geo.page_bytes) {
+      zeros.assign(geo.page_bytes, '\0');
+    }
     size_t k = first[i];
     for (uint32_t f = 0; f < filter.num_filters; ++f) {
       const uint64_t buckets = core::SubFilterBuckets(filter, f);
@@ -527,10 +538,7 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       for (uint64_t b : c.bucket) {
         const size_t at = key_bytes.size();
         key_bytes.resize(at + 1 + view.page_prefix.size() + kPageKeySuffix);
-        key_bytes[at] = 'p';
-        std::memcpy(key_bytes.data() + at + 1, view.page_prefix.data(), view.page_prefix.size());
-        EncodePageKeySuffix(key_bytes.data() + at + 1 + view.page_prefix.size(),
-                            static_cast<uint16_t>(f), static_cast<uint32_t>(geo.PageOf(b)));
+        WritePageCacheKey(key_bytes.data() + at, view.page_prefix, f, geo.PageOf(b));
         key_at[k + 1] = key_bytes.size();
         ++k;
       }
@@ -547,18 +555,6 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   std::unique_ptr<bool[]> found(new bool[wanted > 0 ? wanted : 1]);
   if (wanted > 0) {
     mem_.GetSharedMany(page_keys, values.data(), found.get());
-  }
-  // Never-stored pages read as zeros: one buffer of the largest page serves them all (sized
-  // before any pointer into it is taken).
-  thread_local std::string zeros;
-  for (size_t i = 0; i < n; ++i) {
-    if (cached[i] == 1) {
-      const MetaView& view = *views[i];
-      const PageGeometry geo(view.meta.cuckoo.page_size, view.meta.cuckoo.filter.bucket_size);
-      if (zeros.size() < geo.page_bytes) {
-        zeros.assign(geo.page_bytes, '\0');
-      }
-    }
   }
   // Every call's candidate buckets, each asked for as soon as its page is known (their cache
   // misses overlap), then the answers.
