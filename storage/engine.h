@@ -78,6 +78,10 @@ class Engine {
   rocksdb::ColumnFamilyHandle* default_cf() { return db_->DefaultColumnFamily(); }
   rocksdb::ColumnFamilyHandle* metadata_cf() { return handles_[1]; }
   rocksdb::ColumnFamilyHandle* pages_cf() { return handles_[2]; }
+  // Whether a write's memtable inserts are cheaper in key order: RocksDB's own skiplist
+  // (memtable skiplist) starts each insert from where the last one of the filter ended; the
+  // page memtable finds a page by a hash of its key, whatever the order.
+  bool ordered_writes() const { return pages_memtable_ == nullptr; }
 
   // A version number never handed out before, in this run or an earlier one.
   StatusOr<uint64_t> NewVersion();

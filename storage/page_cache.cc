@@ -541,8 +541,9 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
     // The group's or the cache's value is a mutable string (made as std::string: see
     // AddDirtyTo and Load), which nobody else reads while this command holds the key.
     char* at = const_cast<char*>(p->shared->data()) + off;
-    undo_.push_back({at, undo_bytes_.size(), meta_->bucket_size, Id(f, geo_.PageOf(b)),
-                     static_cast<uint32_t>(off)});
+    undo_.push_back(
+        {at, undo_bytes_.size(), meta_->bucket_size, static_cast<uint32_t>(off), p->last_undo});
+    p->last_undo = static_cast<uint32_t>(undo_.size() - 1);
     undo_bytes_.append(at, meta_->bucket_size);
     return reinterpret_cast<uint8_t*>(at);
   }
@@ -721,8 +722,8 @@ void PageCache::AddDirty(WriteGroup* group) {
 }
 
 void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
-  // In key order (a page key ends with the sub-filter and page numbers, big-endian): RocksDB's
-  // memtable inserts are much cheaper for neighbouring keys (see WriteGroup::Commit).
+  // In key order (a page key ends with the sub-filter and page numbers, big-endian) when
+  // RocksDB's memtable inserts are cheaper so (Engine::ordered_writes).
   // (A single-item command changes one or two pages: those need no allocation here.)
   using Entry = std::pair<const uint64_t, Page>;
   Entry* few[4];
@@ -745,15 +746,18 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     }
     dirty = many;
   }
-  std::sort(dirty.begin(), dirty.end(),
-            [](const auto* a, const auto* b) { return a->first < b->first; });
+  if (engine_->ordered_writes()) {
+    std::sort(dirty.begin(), dirty.end(),
+              [](const auto* a, const auto* b) { return a->first < b->first; });
+  }
   for (auto* entry : dirty) {
     const uint64_t id = entry->first;
     Page& page = entry->second;
+    const uint32_t last_undo = std::exchange(page.last_undo, kNoUndo);  // (undo_ is emptied)
     if (page.in_cache && group != nullptr) {
       // Changed in place in the cache's value: the group takes it with the bytes written.
       group->AddPageInPlace(prefix_, CacheKeyOf(id >> 32, id & 0xffffffffULL), page.shared,
-                            RangesWritten(id));
+                            RangesWritten(last_undo));
       page.in_cache = false;
       page.in_group = true;  // (the group's now)
       if (scanned_ && (id >> 32) < stored_.size()) {
@@ -765,7 +769,7 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
     if (page.in_group && group != nullptr) {
       // Changed in place: the group's value already has the new bytes, unless they are all
       // zeros now (not stored).
-      const auto written = RangesWritten(id);
+      const auto written = RangesWritten(last_undo);
       if (group->TakesRanges(page.shared.get())) {
         group->AddRanges(page.shared.get(), written);
       }
@@ -826,36 +830,14 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
   dirty_pages_ = 0;
   undo_.clear();  // (the changes made in place are the group's now)
   undo_bytes_.clear();
-  written_sorted_ = false;
 }
 
-std::span<const PageRange> PageCache::RangesWritten(uint64_t id) {
+std::span<const PageRange> PageCache::RangesWritten(uint32_t last_undo) {
   // (Scratch kept by the thread: a PageCache lives for one command.)
   thread_local std::vector<PageRange> ranges;
-  thread_local std::vector<std::pair<uint64_t, PageRange>> by_page;
   ranges.clear();
-  if (undo_.size() <= kScanUndo) {
-    for (const Undo& u : undo_) {
-      if (u.page == id) {
-        ranges.push_back({u.at_in_page, static_cast<uint32_t>(u.length)});
-      }
-    }
-    return ranges;
-  }
-  if (!written_sorted_) {
-    // (Once per AddDirty: the records by page, so each page's are found by a search.)
-    written_sorted_ = true;
-    by_page.clear();
-    for (const Undo& u : undo_) {
-      by_page.push_back({u.page, {u.at_in_page, static_cast<uint32_t>(u.length)}});
-    }
-    std::sort(by_page.begin(), by_page.end(),
-              [](const auto& a, const auto& b) { return a.first < b.first; });
-  }
-  auto first = std::lower_bound(by_page.begin(), by_page.end(), id,
-                                [](const auto& w, uint64_t k) { return w.first < k; });
-  for (auto it = first; it != by_page.end() && it->first == id; ++it) {
-    ranges.push_back(it->second);
+  for (uint32_t i = last_undo; i != kNoUndo; i = undo_[i].prev) {
+    ranges.push_back({undo_[i].at_in_page, static_cast<uint32_t>(undo_[i].length)});
   }
   return ranges;
 }

@@ -136,6 +136,7 @@ class PageCache final : public core::BucketAccess {
     // shared is the in-memory cache's value, held by nobody else: changed in place too, and
     // handed to the write group with the ranges written (WriteGroup::AddPageInPlace).
     bool in_cache = false;
+    uint32_t last_undo = kNoUndo;  // its newest record in undo_ (written in place)
     bool in_place() const { return in_group || in_cache; }
     const char* data() const { return shared ? shared->data() : bytes.data(); }
     size_t size() const { return shared ? shared->size() : bytes.size(); }
@@ -247,14 +248,13 @@ class PageCache final : public core::BucketAccess {
     char* at;
     size_t offset;
     size_t length;
-    uint64_t page;  // Id(f, page) of the page written
     uint32_t at_in_page;
+    uint32_t prev;  // the page's previous record (kNoUndo: none)
   };
-  // The byte ranges written in place in the page `id`, from undo_ (in a reused buffer).
-  // (Valid until the next call.)
-  std::span<const PageRange> RangesWritten(uint64_t id);
-  static constexpr size_t kScanUndo = 32;  // undo records searched in order, not sorted
-  bool written_sorted_ = false;            // RangesWritten sorted this AddDirty's records
+  static constexpr uint32_t kNoUndo = UINT32_MAX;
+  // The byte ranges written in place in a page, from its list of undo records, newest first
+  // (in a reused buffer; valid until the next call).
+  std::span<const PageRange> RangesWritten(uint32_t last_undo);
 
   std::vector<Undo> undo_;
   std::string undo_bytes_;

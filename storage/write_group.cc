@@ -270,7 +270,7 @@ void WriteGroup::AddPageInPlace(std::string_view page_prefix, std::string_view c
     owned_.erase(c.after.get());
   }
   for (const PageRange& r : ranges) {
-    ranges_.emplace_back(index, r);
+    AddRange(index, r);
   }
   c.after = std::move(value);
   owned_.insert(c.after.get(), index);
@@ -282,7 +282,7 @@ void WriteGroup::AddRanges(const std::string* value, std::span<const PageRange> 
   }
   if (const uint32_t i = owned_.find(value); i != kNone && changes_[i].ranged) {
     for (const PageRange& r : ranges) {
-      ranges_.emplace_back(i, r);
+      AddRange(i, r);
     }
   }
 }
@@ -301,12 +301,16 @@ void WriteGroup::Fail(const Status& s) {
   Abandon();
 }
 
+void WriteGroup::AddRange(uint32_t change, const PageRange& r) {
+  uint32_t& last = changes_[change].last_range;
+  ranges_.push_back({r, last});
+  last = static_cast<uint32_t>(ranges_.size() - 1);
+}
+
 std::span<PageRange> WriteGroup::RangesOf(uint32_t change) {
-  auto first = std::lower_bound(ranges_.begin(), ranges_.end(), change,
-                                [](const auto& e, uint32_t k) { return e.first < k; });
   ranges_scratch_.clear();
-  for (auto it = first; it != ranges_.end() && it->first == change; ++it) {
-    ranges_scratch_.push_back(it->second);
+  for (uint32_t i = changes_[change].last_range; i != kNone; i = ranges_[i].prev) {
+    ranges_scratch_.push_back(ranges_[i].range);
   }
   return ranges_scratch_;
 }
@@ -321,23 +325,21 @@ void WriteGroup::Seal() {
   if (!failed_.ok() || empty()) {
     return;
   }
-  // In key order: each memtable insert then starts from where the previous one ended (RocksDB
-  // keeps the last insert's position in its skiplist), instead of a search from the top of a
-  // large skiplist, which for random keys is a chain of cache misses.
-  auto& ordered = ordered_;  // (kept: its memory serves every group of this object)
-  ordered.resize(keys_.size());
-  for (uint32_t i = 0; i < ordered.size(); ++i) {
-    ordered[i] = i;
+  // In the order the changes were made, or in key order when that makes the memtable's inserts
+  // cheaper (Engine::ordered_writes).
+  const bool in_key_order = engine_->ordered_writes();
+  if (in_key_order) {
+    ordered_.resize(keys_.size());
+    for (uint32_t i = 0; i < ordered_.size(); ++i) {
+      ordered_[i] = i;
+    }
+    std::sort(ordered_.begin(), ordered_.end(),
+              [this](uint32_t a, uint32_t b) { return keys_.key(a) < keys_.key(b); });
   }
-  std::sort(ordered.begin(), ordered.end(),
-            [this](uint32_t a, uint32_t b) { return keys_.key(a) < keys_.key(b); });
-  // The ranges of each page changed in place, together and in order.
-  std::sort(ranges_.begin(), ranges_.end(), [](const auto& a, const auto& b) {
-    return a.first != b.first ? a.first < b.first : a.second.offset < b.second.offset;
-  });
   batch_.Clear();
   size_t writes = 0;
-  for (const uint32_t i : ordered) {
+  for (uint32_t n = 0; n < keys_.size(); ++n) {
+    const uint32_t i = in_key_order ? ordered_[n] : n;
     const std::string& ck = keys_.key(i);
     const Change& c = changes_[i];
     const std::string_view key = std::string_view(ck).substr(1);

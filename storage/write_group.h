@@ -133,8 +133,9 @@ class WriteGroup {
     bool whole = false;
     // Changed in place (AddPageInPlace): ranges_ says which bytes changed, `before` is nullptr.
     bool ranged = false;
-    MemCache::Value before;  // pages: stored bytes before the group (nullptr: unknown)
-    MemCache::Value after;   // nullptr: deleted / all zeros
+    uint32_t last_range = kNone;  // its newest entry of ranges_ (they link to the older ones)
+    MemCache::Value before;       // pages: stored bytes before the group (nullptr: unknown)
+    MemCache::Value after;        // nullptr: deleted / all zeros
   };
   void Abandon();
   void ClearCommitted();  // the changes, once stored
@@ -173,15 +174,19 @@ class WriteGroup {
   Status failed_;
   uint64_t generation_;  // Engine::generation() when the group started reading
   bool sealed_ = false;
-  // Seal's scratch, kept between groups: the changes in key order, a page's delta operand.
-  std::vector<uint32_t> ordered_;
-  // The bytes written in the pages changed in place (Change::ranged), by change, in one array
-  // for the whole group.
-  std::vector<std::pair<uint32_t, PageRange>> ranges_;
+  std::vector<uint32_t> ordered_;  // Seal's scratch: the changes in key order (ordered_writes)
+  // The bytes written in the pages changed in place (Change::ranged), in one array for the
+  // whole group: each entry links to the change's previous one (kNone ends the list).
+  struct RangeEntry {
+    PageRange range;
+    uint32_t prev;
+  };
+  std::vector<RangeEntry> ranges_;
   std::vector<PageRange> ranges_scratch_;  // RangesOf's answer
-  // The ranges of a page changed in place (ranges_ sorted first).
+  void AddRange(uint32_t change, const PageRange& r);
+  // The ranges of a page changed in place, newest first.
   std::span<PageRange> RangesOf(uint32_t change);
-  std::string operand_;
+  std::string operand_;  // Seal's scratch, kept between groups: a page's delta operand
   rocksdb::WriteBatch batch_;
   Engine::PendingWrite pending_;
 };
