@@ -22,6 +22,8 @@ namespace {
 
 constexpr size_t kNotFound = std::numeric_limits<size_t>::max();
 constexpr size_t kNulSeen = std::numeric_limits<size_t>::max();
+// FindLineEnd looks at up to this many bytes one by one before it searches with memchr.
+constexpr size_t kShortLine = 24;
 // A buffer above this capacity holding under a quarter of it is reallocated smaller, so one huge
 // request does not pin its memory for the life of the connection.
 constexpr size_t kKeepCapacity = size_t{1} << 20;
@@ -281,6 +283,22 @@ size_t Parser::FindLineEnd(char terminator) {
     return kNotFound;
   }
   const char* line = buf_.data() + pos_;
+  // Header lines ("*3", "$6") are a few bytes: looked at one by one, without two library calls.
+  const size_t short_end = std::min(window, scanned_ + kShortLine);
+  for (size_t i = scanned_; i < short_end; ++i) {
+    if (line[i] == terminator) {
+      scanned_ = i;
+      return i;
+    }
+    if (line[i] == '\0') {
+      scanned_ = kNulSeen;
+      return kNotFound;
+    }
+  }
+  scanned_ = short_end;
+  if (scanned_ >= window) {
+    return kNotFound;
+  }
   const char* from = line + scanned_;
   const auto* hit = static_cast<const char*>(std::memchr(from, terminator, window - scanned_));
   const size_t stop = hit != nullptr ? static_cast<size_t>(hit - line) : window;
