@@ -221,9 +221,13 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
   order.resize(n);
   hashes.resize(n);
   start.assign(shards_.size() + 1, 0);
+  // Every key's index slot is asked for first, whatever its shard: their cache misses overlap
+  // (a lookup of a few keys of each of many shards, e.g. the pages of many filters, would
+  // otherwise wait for each shard's in turn).
   for (size_t i = 0; i < n; ++i) {
     shard_of[i] = static_cast<uint32_t>(ShardIndex(keys[i]));
     hashes[i] = Index::Hash(keys[i]);
+    shards_[shard_of[i]]->index.PrefetchUnlocked(hashes[i]);
     ++start[shard_of[i] + 1];
   }
   for (size_t k = 1; k < start.size(); ++k) {
@@ -233,22 +237,25 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     order[start[shard_of[i]]++] = static_cast<uint32_t>(i);
   }
   // (start[k] is now the end of shard k's run)
+  // Then every key's entry (where a key sits in its home slot: nearly always), one shard lock
+  // at a time, before any is looked up: their misses overlap too.
+  if (n > 1) {
+    for (size_t pos = 0; pos < n;) {
+      const uint32_t shard = shard_of[order[pos]];
+      Shard& s = *shards_[shard];
+      const size_t end = start[shard];
+      std::lock_guard lock(s.mu);
+      for (; pos < end; ++pos) {
+        s.index.PeekHome(hashes[order[pos]], PrefetchEntry);
+      }
+    }
+  }
   size_t pos = 0;
   while (pos < n) {
     const uint32_t shard = shard_of[order[pos]];
     Shard& s = *shards_[shard];
     std::lock_guard lock(s.mu);
     const size_t end = start[shard];
-    // The run's slots are asked for together: their cache misses overlap.
-    for (size_t p = pos; p < end; ++p) {
-      s.index.Prefetch(hashes[order[p]]);
-    }
-    // ... then their entries (where a key sits in its home slot: nearly always).
-    if (end - pos > 1) {
-      for (size_t p = pos; p < end; ++p) {
-        s.index.PeekHome(hashes[order[p]], PrefetchEntry);
-      }
-    }
     for (; pos < end; ++pos) {
       const uint32_t i = order[pos];
       found[i] = Find(s, keys[i], hashes[i], &values[i]);
