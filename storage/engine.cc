@@ -375,6 +375,7 @@ StatusOr<std::unique_ptr<Engine>> Engine::Open(const EngineOptions& options) {
     // over many filters the default skiplist of every version of every record cost a quarter
     // of a CF.ADD; here a record's newest version is one hash probe away.
     meta_opts.memtable_factory = NewPageMemTableFactory(options.write_buffer_bytes);
+    e->meta_memtable_ = meta_opts.memtable_factory;
     db_opts.allow_concurrent_memtable_write = false;  // (the representation has one writer)
   } else {
     pages_opts.memtable_insert_with_hint_prefix_extractor = std::make_shared<FilterOfPage>();
@@ -735,7 +736,9 @@ Status Engine::WriteNow(rocksdb::WriteBatch* batch) {
   // fail instead (no_slowdown) and waits in short sleeps, up to write_stall_timeout_ms.
   wo.no_slowdown = true;
   if (pages_memtable_) {
-    PrefetchPageInserts(*pages_memtable_, pages_cf()->GetID(), *batch);
+    const MemTableTarget targets[] = {{pages_memtable_.get(), pages_cf()->GetID()},
+                                      {meta_memtable_.get(), metadata_cf()->GetID()}};
+    PrefetchPageInserts(targets, *batch);
   }
   auto rs = db_->Write(wo, batch);
   if (rs.IsIncomplete()) {

@@ -224,6 +224,7 @@ class Engine {
   // The pages' memtable representation (storage/page_memtable.h), or null (RocksDB's own):
   // WriteNow prefetches what its inserts read.
   std::shared_ptr<rocksdb::MemTableRepFactory> pages_memtable_;
+  std::shared_ptr<rocksdb::MemTableRepFactory> meta_memtable_;  // (the same representation)
   std::shared_ptr<rocksdb::Statistics> statistics_;
   std::shared_ptr<struct FilterContext> filter_context_;
 

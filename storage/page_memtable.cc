@@ -641,10 +641,12 @@ class PageMemTableFactory final : public rocksdb::MemTableRepFactory {
   std::shared_ptr<BucketArray> newest_;
 };
 
-// Collects the user keys of one column family's entries in a write batch.
+// Collects the user keys of a write batch's entries of some column families (keys[i]: those
+// of cfs[i]).
 class KeysOf final : public rocksdb::WriteBatch::Handler {
  public:
-  KeysOf(uint32_t cf, std::vector<rocksdb::Slice>* keys) : cf_(cf), keys_(keys) {}
+  KeysOf(std::span<const uint32_t> cfs, std::vector<rocksdb::Slice>* keys)
+      : cfs_(cfs), keys_(keys) {}
   rocksdb::Status PutCF(uint32_t cf, const rocksdb::Slice& key, const rocksdb::Slice&) override {
     Add(cf, key);
     return rocksdb::Status::OK();
@@ -660,46 +662,62 @@ class KeysOf final : public rocksdb::WriteBatch::Handler {
 
  private:
   void Add(uint32_t cf, const rocksdb::Slice& key) {
-    if (cf == cf_) {
-      keys_->push_back(key);
+    for (size_t i = 0; i < cfs_.size(); ++i) {
+      if (cf == cfs_[i]) {
+        keys_[i].push_back(key);
+        return;
+      }
     }
   }
-  uint32_t cf_;
+  std::span<const uint32_t> cfs_;
   std::vector<rocksdb::Slice>* keys_;
 };
 
 }  // namespace
 
-void PrefetchPageInserts(const rocksdb::MemTableRepFactory& factory, uint32_t cf,
+void PrefetchPageInserts(std::span<const MemTableTarget> targets,
                          const rocksdb::WriteBatch& batch) {
-  const auto* pages = dynamic_cast<const PageMemTableFactory*>(&factory);
-  if (pages == nullptr) {
+  constexpr size_t kMaxTargets = 2;
+  std::shared_ptr<BucketArray> tables[kMaxTargets];
+  uint32_t cfs[kMaxTargets];
+  size_t n = 0;
+  for (const MemTableTarget& t : targets) {
+    const auto* rep = dynamic_cast<const PageMemTableFactory*>(t.factory);
+    if (rep != nullptr && n < kMaxTargets) {
+      if (auto table = rep->Newest()) {
+        tables[n] = std::move(table);
+        cfs[n++] = t.cf;
+      }
+    }
+  }
+  if (n == 0) {
     return;
   }
-  const std::shared_ptr<BucketArray> table = pages->Newest();
-  if (!table) {
-    return;
-  }
-  thread_local std::vector<rocksdb::Slice> keys;
+  thread_local std::vector<rocksdb::Slice> keys[kMaxTargets];
   thread_local std::vector<size_t> slots;
-  keys.clear();
-  KeysOf collect(cf, &keys);
-  if (!batch.Iterate(&collect).ok() || keys.empty()) {
+  for (size_t t = 0; t < n; ++t) {
+    keys[t].clear();
+  }
+  KeysOf collect(std::span<const uint32_t>(cfs, n), keys);
+  if (!batch.Iterate(&collect).ok()) {
     return;
   }
   // First every key's bucket, then the first page chained in each (its node holds the key):
   // the inserts that follow find both in the CPU's caches, their misses having overlapped here.
   // Only prefetches: a page node of a memtable replaced meanwhile is never read.
-  slots.resize(keys.size());
-  for (size_t i = 0; i < keys.size(); ++i) {
-    slots[i] = HashUser(keys[i].data(), keys[i].size()) & table->mask;
-    __builtin_prefetch(&table->slots[slots[i]]);
-  }
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const Page* p = table->slots[slots[i]].load(std::memory_order_relaxed);
-    if (p != nullptr) {
-      __builtin_prefetch(p);
-      __builtin_prefetch(reinterpret_cast<const char*>(p) + 64);
+  for (size_t t = 0; t < n; ++t) {
+    const BucketArray& table = *tables[t];
+    slots.resize(keys[t].size());
+    for (size_t i = 0; i < keys[t].size(); ++i) {
+      slots[i] = HashUser(keys[t][i].data(), keys[t][i].size()) & table.mask;
+      __builtin_prefetch(&table.slots[slots[i]]);
+    }
+    for (size_t i = 0; i < keys[t].size(); ++i) {
+      const Page* p = table.slots[slots[i]].load(std::memory_order_relaxed);
+      if (p != nullptr) {
+        __builtin_prefetch(p);
+        __builtin_prefetch(reinterpret_cast<const char*>(p) + 64);
+      }
     }
   }
 }

@@ -25,17 +25,22 @@
 
 #include <cstddef>
 #include <memory>
+#include <span>
 
 namespace cuckood::storage {
 
 // write_buffer_bytes sizes each memtable's hash table (one bucket per 256 bytes of it).
 std::shared_ptr<rocksdb::MemTableRepFactory> NewPageMemTableFactory(size_t write_buffer_bytes);
 
-// Asks the CPU for what the inserts of batch's entries of column family cf will read in the newest
-// memtable made by factory: each key's hash bucket and the page node chained there. Called by the
-// writing thread right before the write, it turns a chain of cache misses per insert into misses
-// that overlap. Only a hint: nothing when factory is not this representation's.
-void PrefetchPageInserts(const rocksdb::MemTableRepFactory& factory, uint32_t cf,
-                         const rocksdb::WriteBatch& batch);
+// Asks the CPU for what the inserts of batch's entries will read in the newest memtable of each
+// column family of `targets` made by this representation's factory: each key's hash bucket and
+// the page node chained there. Called by the writing thread right before the write, it turns a
+// chain of cache misses per insert into misses that overlap. Only a hint: nothing for a factory
+// that is not this representation's.
+struct MemTableTarget {
+  const rocksdb::MemTableRepFactory* factory;
+  uint32_t cf;
+};
+void PrefetchPageInserts(std::span<const MemTableTarget> targets, const rocksdb::WriteBatch& batch);
 
 }  // namespace cuckood::storage

@@ -484,28 +484,31 @@ TEST_CASE("page memtable: prefetching a batch's inserts is safe across memtable 
   REQUIRE(rocksdb::DB::Open(o, dir.path(), &raw).ok());
   std::unique_ptr<rocksdb::DB> db(raw);
   const uint32_t cf = db->DefaultColumnFamily()->GetID();
+  // (a second target: a column family the batches do not write)
+  const MemTableTarget targets[] = {{factory.get(), cf}, {factory.get(), cf + 1}};
   const std::string value(100, 'v');
   for (int i = 0; i < 40000; ++i) {  // several memtables, switched and flushed
     rocksdb::WriteBatch batch;
     REQUIRE(batch.Merge("key" + std::to_string(i % 3000), value).ok());
     REQUIRE(batch.Put("other" + std::to_string(i % 7), value).ok());
-    PrefetchPageInserts(*factory, cf, batch);
+    PrefetchPageInserts(targets, batch);
     REQUIRE(db->Write(rocksdb::WriteOptions(), &batch).ok());
   }
   REQUIRE(db->Flush(rocksdb::FlushOptions()).ok());
   rocksdb::WriteBatch last;
   REQUIRE(last.Merge("key1", value).ok());
-  PrefetchPageInserts(*factory, cf, last);  // (the newest memtable is empty now)
+  PrefetchPageInserts(targets, last);  // (the newest memtable is empty now)
   REQUIRE(db->Write(rocksdb::WriteOptions(), &last).ok());
   std::string v;
   REQUIRE(db->Get(rocksdb::ReadOptions(), "key2999", &v).ok());
   CHECK(std::count(v.begin(), v.end(), '|') == 12);  // its 13 operands, in order
   REQUIRE(db->Close().ok());
   db.reset();
-  PrefetchPageInserts(*factory, cf, last);  // (every memtable is gone)
+  PrefetchPageInserts(targets, last);  // (every memtable is gone)
   // Another representation's factory: nothing is done.
   rocksdb::SkipListFactory skiplist;
-  PrefetchPageInserts(skiplist, cf, last);
+  const MemTableTarget other[] = {{&skiplist, cf}};
+  PrefetchPageInserts(other, last);
 }
 
 TEST_CASE("page memtable: point reads keep no memory") {
