@@ -11,18 +11,24 @@ void PutU8(std::string* s, uint8_t v) {
   s->push_back(static_cast<char>(v));
 }
 
+// (The bytes are made first and appended at once: a push_back per byte checks the string's
+// capacity each time, and every filter write encodes its metadata record.)
 template <typename T>
 void PutLE(std::string* s, T v) {
+  char bytes[sizeof(T)];
   for (size_t i = 0; i < sizeof(T); ++i) {
-    s->push_back(static_cast<char>(static_cast<uint64_t>(v) >> (8 * i)));
+    bytes[i] = static_cast<char>(static_cast<uint64_t>(v) >> (8 * i));
   }
+  s->append(bytes, sizeof(T));
 }
 
 template <typename T>
 void PutBE(std::string* s, T v) {
-  for (size_t i = sizeof(T); i-- > 0;) {
-    s->push_back(static_cast<char>(static_cast<uint64_t>(v) >> (8 * i)));
+  char bytes[sizeof(T)];
+  for (size_t i = 0; i < sizeof(T); ++i) {
+    bytes[i] = static_cast<char>(static_cast<uint64_t>(v) >> (8 * (sizeof(T) - 1 - i)));
   }
+  s->append(bytes, sizeof(T));
 }
 
 template <typename T>

@@ -12,14 +12,14 @@ constexpr size_t kJoinGap = kRunHeader;
 constexpr size_t kMaxRun = 0xffff;
 
 void PutU32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; ++i) {
-    s->push_back(static_cast<char>(v >> (8 * i)));
-  }
+  const char bytes[4] = {static_cast<char>(v), static_cast<char>(v >> 8),
+                         static_cast<char>(v >> 16), static_cast<char>(v >> 24)};
+  s->append(bytes, 4);
 }
 
 void PutU16(std::string* s, uint16_t v) {
-  s->push_back(static_cast<char>(v & 0xff));
-  s->push_back(static_cast<char>(v >> 8));
+  const char bytes[2] = {static_cast<char>(v & 0xff), static_cast<char>(v >> 8)};
+  s->append(bytes, 2);
 }
 
 uint32_t GetU32(const char* p) {
