@@ -48,6 +48,7 @@ class CandidateAccess final : public core::BucketAccess {
 // A lookup through the cached path asks for at most this many pages (larger ones, and long
 // chains, take PageCache::Prefetch, which removes repeats and skips empty sub-filters).
 constexpr size_t kCachedLookupMaxPages = 4096;
+constexpr uint32_t kCachedLookupMaxFilters = 32;
 
 // Writes the in-memory cache key of page `page` of sub-filter f ('p' | page prefix | filter |
 // page, PageCacheKey) at key, which has room for 1 + prefix.size() + kPageKeySuffix bytes.
@@ -57,7 +58,6 @@ void WritePageCacheKey(char* key, std::string_view prefix, uint32_t f, uint64_t 
   EncodePageKeySuffix(key + 1 + prefix.size(), static_cast<uint16_t>(f),
                       static_cast<uint32_t>(page));
 }
-constexpr uint32_t kCachedLookupMaxFilters = 32;
 
 }  // namespace
 

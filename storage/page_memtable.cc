@@ -477,10 +477,7 @@ class PageIterator : public MemTableRep::Iterator {
         // (the next page's node was asked for when this one was entered)
         if (Page* next_page = page_->Next(0); next_page != nullptr) {
           Prefetch(next_page->Head());
-          if (const Page* after = next_page->Next(0); after != nullptr) {
-            __builtin_prefetch(after);
-            __builtin_prefetch(reinterpret_cast<const char*>(after) + 64);
-          }
+          Prefetch(next_page->Next(0));
         }
       }
     }
@@ -554,10 +551,11 @@ class PageIterator : public MemTableRep::Iterator {
   void SeekToLast() override { SetLastOf(rep_->Last()); }
 
  private:
-  static void Prefetch(const Entry* e) {
-    if (e != nullptr) {
-      __builtin_prefetch(e);
-      __builtin_prefetch(reinterpret_cast<const char*>(e) + 64);
+  // The first two cache lines of an entry or a page node (nullptr: nothing).
+  static void Prefetch(const void* p) {
+    if (p != nullptr) {
+      __builtin_prefetch(p);
+      __builtin_prefetch(static_cast<const char*>(p) + 64);
     }
   }
 
