@@ -9,6 +9,7 @@
 #include "core/chain_index.h"
 #include "storage/db.h"
 #include "storage/page_cache.h"
+#include "storage/page_handles.h"
 #include "storage/write_group.h"
 
 namespace cuckood::storage {
@@ -290,9 +291,13 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
   thread_local std::vector<uint64_t> buckets_of;               // per sub-filter
   thread_local std::vector<CandidateAccess::Candidates> cand;  // per item and sub-filter
+  thread_local std::vector<const std::string*> page_value;     // per candidate page
+  thread_local std::vector<uint8_t> page_found;                // per candidate page
+  thread_local std::vector<uint32_t> asked;  // the candidates asked of the in-memory cache
   thread_local std::string key_bytes;
   thread_local std::vector<std::string_view> views;
   thread_local std::vector<MemCache::Value> values;
+  thread_local std::vector<MemCache::Stamp> stamps;
   thread_local std::unique_ptr<bool[]> found;
   thread_local size_t found_size = 0;
   thread_local std::string zeros;
@@ -303,36 +308,84 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       return false;
     }
   }
-  // The cache key of every candidate page: 'p' | page prefix | filter | page (PageCacheKey).
-  const size_t key_len = 1 + view.page_prefix.size() + kPageKeySuffix;
-  key_bytes.resize(wanted * key_len);
+  // Candidate j is bucket j % 2 of item j / (2 nf) in sub-filter (j / 2) % nf.
   cand.resize(hashes.size() * nf);
-  size_t k = 0;
   for (size_t i = 0; i < hashes.size(); ++i) {
     for (uint32_t f = 0; f < nf; ++f) {
       auto& c = cand[i * nf + f];
       const uint64_t n = buckets_of[f];
       c.bucket[0] = core::PrimaryBucket(hashes[i].hash, n);
       c.bucket[1] = core::AltBucket(hashes[i].hash, hashes[i].fp, n);
-      for (uint64_t b : c.bucket) {
-        WritePageCacheKey(key_bytes.data() + k * key_len, view.page_prefix, f, geo.PageOf(b));
-        ++k;
-      }
     }
   }
-  views.resize(wanted);
-  for (size_t j = 0; j < wanted; ++j) {
-    views[j] = std::string_view(key_bytes.data() + j * key_len, key_len);
-  }
-  values.resize(wanted);
-  if (found_size < wanted) {
-    found = std::make_unique<bool[]>(wanted);
-    found_size = wanted;
-  }
-  if (wanted <= MemCache::kFewKeys) {
-    mem_.GetSharedFew(views, values.data(), found.get());
+  auto page_at = [&](size_t j) { return geo.PageOf(cand[j / 2].bucket[j % 2]); };
+  auto filter_at = [&](size_t j) { return static_cast<uint32_t>((j / 2) % nf); };
+  // The pages this thread found before (PageHandles), then the others from the in-memory cache.
+  PageHandles* handles = view.id != 0 && MemCache::Borrowing()
+                             ? &PageHandles::ForThread(page_handle_entries_)
+                             : nullptr;
+  page_value.assign(wanted, nullptr);
+  page_found.assign(wanted, 0);
+  asked.clear();
+  if (handles != nullptr) {
+    for (size_t j = 0; j < wanted; ++j) {
+      handles->Prefetch(view.id, filter_at(j), page_at(j));
+    }
+    uint64_t kept = 0;
+    for (size_t j = 0; j < wanted; ++j) {
+      if (const auto* e = handles->Find(view.id, filter_at(j), page_at(j))) {
+        page_value[j] = e->value;
+        page_found[j] = 2;  // (from handles)
+        ++kept;
+      } else {
+        asked.push_back(static_cast<uint32_t>(j));
+      }
+    }
+    if (kept > 0) {
+      mem_.CountKeptHits(kept);
+    }
   } else {
-    mem_.GetSharedMany(views, values.data(), found.get());
+    asked.resize(wanted);
+    for (size_t j = 0; j < wanted; ++j) {
+      asked[j] = static_cast<uint32_t>(j);
+    }
+  }
+  const size_t n_asked = asked.size();
+  if (n_asked > 0) {
+    // The cache key of every page asked for: 'p' | page prefix | filter | page (PageCacheKey).
+    const size_t key_len = 1 + view.page_prefix.size() + kPageKeySuffix;
+    key_bytes.resize(n_asked * key_len);
+    views.resize(n_asked);
+    for (size_t a = 0; a < n_asked; ++a) {
+      const size_t j = asked[a];
+      WritePageCacheKey(key_bytes.data() + a * key_len, view.page_prefix, filter_at(j), page_at(j));
+    }
+    for (size_t a = 0; a < n_asked; ++a) {
+      views[a] = std::string_view(key_bytes.data() + a * key_len, key_len);
+    }
+    values.resize(n_asked);
+    stamps.resize(n_asked);
+    if (found_size < n_asked) {
+      found = std::make_unique<bool[]>(n_asked);
+      found_size = n_asked;
+    }
+    MemCache::Stamp* want_stamps = handles != nullptr ? stamps.data() : nullptr;
+    if (n_asked <= MemCache::kFewKeys) {
+      mem_.GetSharedFew(views, values.data(), found.get(), want_stamps);
+    } else {
+      mem_.GetSharedMany(views, values.data(), found.get(), want_stamps);
+    }
+    for (size_t a = 0; a < n_asked; ++a) {
+      const size_t j = asked[a];
+      if (!found[a]) {
+        continue;
+      }
+      page_found[j] = 1;
+      page_value[j] = values[a].get();
+      if (handles != nullptr) {
+        handles->Remember(view.id, filter_at(j), page_at(j), values[a].get(), stamps[a]);
+      }
+    }
   }
   // Never-stored pages read as zeros: one buffer of a full page serves them all (sized before
   // any pointer into it is taken).
@@ -342,20 +395,20 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   // Every page must be cached with its expected length; otherwise the pages found are handed to
   // the page cache, which reads the rest (and reports a page of the wrong length).
   bool all = true;
-  k = 0;
+  size_t k = 0;
   for (size_t i = 0; i < hashes.size() && all; ++i) {
     for (uint32_t f = 0; f < nf && all; ++f) {
       auto& c = cand[i * nf + f];
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
         const uint64_t length = geo.PageLength(page, buckets_of[f]);
-        const MemCache::Value& v = values[k];
-        if (!found[k] || (v && v->size() != length)) {
+        const std::string* v = page_value[k];
+        if (page_found[k] == 0 || (v != nullptr && v->size() != length)) {
           all = false;
           break;
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
-        if (v) {
+        if (v != nullptr) {
           c.bytes[side] = reinterpret_cast<const uint8_t*>(v->data()) + off;
         } else {  // known not stored: zeros
           c.bytes[side] = reinterpret_cast<const uint8_t*>(zeros.data()) + off;
@@ -364,20 +417,41 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       }
     }
   }
+  auto release = [&] {
+    values.clear();  // (borrowed: valid while the caller's section is open)
+    if (wanted > kCachedLookupMaxPages / 4) {
+      // (a large lookup's buffers are not kept by the thread)
+      std::string().swap(key_bytes);
+      std::vector<std::string_view>().swap(views);
+      std::vector<MemCache::Value>().swap(values);
+      std::vector<MemCache::Stamp>().swap(stamps);
+      std::vector<CandidateAccess::Candidates>().swap(cand);
+      std::vector<const std::string*>().swap(page_value);
+      std::vector<uint8_t>().swap(page_found);
+      std::vector<uint32_t>().swap(asked);
+    }
+  };
   if (!all) {
     // The page cache takes the pages found and reads the others, so that no page is asked of
-    // the in-memory cache twice (its hit and miss counts are INFO's).
+    // the in-memory cache twice (its hit and miss counts are INFO's). (The values are borrowed,
+    // as the cache hands them out in the caller's section.)
     std::vector<std::pair<uint32_t, uint64_t>> missing;
-    for (size_t j = 0; j < wanted; ++j) {
-      const uint32_t f = static_cast<uint32_t>((j / 2) % nf);
-      const uint64_t page = geo.PageOf(cand[j / 2].bucket[j % 2]);
-      if (found[j]) {
-        fallback->Adopt(f, page, std::move(values[j]));
+    for (size_t a = 0; a < n_asked; ++a) {
+      const size_t j = asked[a];
+      if (found[a]) {
+        fallback->Adopt(filter_at(j), page_at(j), std::move(values[a]));
       } else {
-        missing.emplace_back(f, page);
+        missing.emplace_back(filter_at(j), page_at(j));
       }
     }
-    values.clear();
+    for (size_t j = 0; j < wanted; ++j) {
+      if (page_found[j] == 2) {  // (borrowed, as the cache lends its values in this section)
+        fallback->Adopt(filter_at(j), page_at(j),
+                        page_value[j] != nullptr ? MemCache::Value(MemCache::Value(), page_value[j])
+                                                 : MemCache::Value());
+      }
+    }
+    release();
     fallback->Load(std::move(missing));
     return false;
   }
@@ -389,14 +463,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
                       : (core::Exists(filter, access, hashes[i], &io_error) ? 1 : 0);
     ok = !io_error;
   }
-  values.clear();  // (borrowed: valid while the caller's section is open)
-  if (wanted > kCachedLookupMaxPages / 4) {
-    // (a large lookup's buffers are not kept by the thread)
-    std::string().swap(key_bytes);
-    std::vector<std::string_view>().swap(views);
-    std::vector<MemCache::Value>().swap(values);
-    std::vector<CandidateAccess::Candidates>().swap(cand);
-  }
+  release();
   return ok;  // (an unusable filter: the page cache's path reports it)
 }
 
@@ -514,11 +581,12 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   first[n] = wanted;
   MemCache::ReadSection section;
   std::vector<CandidateAccess::Candidates> cand(wanted / 2);
-  std::string key_bytes;
-  std::vector<size_t> key_at(wanted + 1, 0);
   // Never-stored pages read as zeros: one buffer of the largest page serves them all (sized
   // here, before any pointer into it is taken).
   thread_local std::string zeros;
+  std::vector<uint32_t> filter_of(wanted);  // per candidate
+  std::vector<uint64_t> page_of(wanted);
+  std::vector<uint32_t> call_of(wanted);
   for (size_t i = 0; i < n; ++i) {
     if (cached[i] != 1) {
       continue;
@@ -536,10 +604,9 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       c.bucket[0] = buckets == 0 ? 0 : core::PrimaryBucket(hashes[i].hash, buckets);
       c.bucket[1] = buckets == 0 ? 0 : core::AltBucket(hashes[i].hash, hashes[i].fp, buckets);
       for (uint64_t b : c.bucket) {
-        const size_t at = key_bytes.size();
-        key_bytes.resize(at + 1 + view.page_prefix.size() + kPageKeySuffix);
-        WritePageCacheKey(key_bytes.data() + at, view.page_prefix, f, geo.PageOf(b));
-        key_at[k + 1] = key_bytes.size();
+        filter_of[k] = f;
+        page_of[k] = geo.PageOf(b);
+        call_of[k] = static_cast<uint32_t>(i);
         ++k;
       }
       if (buckets == 0) {
@@ -547,14 +614,71 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       }
     }
   }
-  std::vector<std::string_view> page_keys(wanted);
-  for (size_t j = 0; j < wanted; ++j) {
-    page_keys[j] = std::string_view(key_bytes).substr(key_at[j], key_at[j + 1] - key_at[j]);
+  // The pages this thread found before (PageHandles), then the others from the in-memory cache.
+  std::vector<const std::string*> page_value(wanted, nullptr);
+  std::vector<uint8_t> page_found(wanted, 0);
+  std::vector<uint32_t> asked;
+  asked.reserve(wanted);
+  PageHandles* handles =
+      MemCache::Borrowing() ? &PageHandles::ForThread(page_handle_entries_) : nullptr;
+  if (handles != nullptr) {
+    for (size_t j = 0; j < wanted; ++j) {
+      if (cached[call_of[j]] == 1 && views[call_of[j]]->id != 0) {
+        handles->Prefetch(views[call_of[j]]->id, filter_of[j], page_of[j]);
+      }
+    }
   }
-  std::vector<MemCache::Value> values(wanted);
-  std::unique_ptr<bool[]> found(new bool[wanted > 0 ? wanted : 1]);
-  if (wanted > 0) {
-    mem_.GetSharedMany(page_keys, values.data(), found.get());
+  uint64_t kept = 0;
+  for (size_t j = 0; j < wanted; ++j) {
+    if (cached[call_of[j]] != 1) {
+      continue;
+    }
+    const uint64_t id = views[call_of[j]]->id;
+    if (handles != nullptr && id != 0) {
+      if (const auto* e = handles->Find(id, filter_of[j], page_of[j])) {
+        page_value[j] = e->value;
+        page_found[j] = 1;
+        ++kept;
+        continue;
+      }
+    }
+    asked.push_back(static_cast<uint32_t>(j));
+  }
+  if (kept > 0) {
+    mem_.CountKeptHits(kept);
+  }
+  std::string key_bytes;
+  std::vector<size_t> key_at(asked.size() + 1, 0);
+  for (size_t a = 0; a < asked.size(); ++a) {
+    const size_t j = asked[a];
+    const MetaView& view = *views[call_of[j]];
+    const size_t at = key_bytes.size();
+    key_bytes.resize(at + 1 + view.page_prefix.size() + kPageKeySuffix);
+    WritePageCacheKey(key_bytes.data() + at, view.page_prefix, filter_of[j], page_of[j]);
+    key_at[a + 1] = key_bytes.size();
+  }
+  std::vector<std::string_view> page_keys(asked.size());
+  for (size_t a = 0; a < asked.size(); ++a) {
+    page_keys[a] = std::string_view(key_bytes).substr(key_at[a], key_at[a + 1] - key_at[a]);
+  }
+  std::vector<MemCache::Value> values(asked.size());
+  std::vector<MemCache::Stamp> stamps(asked.size());
+  std::unique_ptr<bool[]> found(new bool[asked.empty() ? 1 : asked.size()]);
+  if (!asked.empty()) {
+    mem_.GetSharedMany(page_keys, values.data(), found.get(),
+                       handles != nullptr ? stamps.data() : nullptr);
+  }
+  for (size_t a = 0; a < asked.size(); ++a) {
+    if (!found[a]) {
+      continue;
+    }
+    const size_t j = asked[a];
+    page_found[j] = 1;
+    page_value[j] = values[a].get();
+    if (handles != nullptr) {
+      handles->Remember(views[call_of[j]]->id, filter_of[j], page_of[j], values[a].get(),
+                        stamps[a]);
+    }
   }
   // Every call's candidate buckets, each asked for as soon as its page is known (their cache
   // misses overlap), then the answers.
@@ -572,8 +696,8 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       const uint64_t buckets = core::SubFilterBuckets(filter, f);
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
-        const MemCache::Value& v = values[k];
-        if (!found[k] || (v && v->size() != geo.PageLength(page, buckets))) {
+        const std::string* v = page_value[k];
+        if (page_found[k] == 0 || (v != nullptr && v->size() != geo.PageLength(page, buckets))) {
           all = false;
           break;
         }

@@ -174,6 +174,10 @@ class Db {
   struct MetaView {
     Metadata meta;
     std::string page_prefix;  // filters only
+    // Names this view's pages in a thread's PageHandles (storage/page_handles.h): unique among
+    // the process's views, kept by the view that replaces it in the thread's slot when the page
+    // prefix is the same. 0: not to be used there (a view read in a write group or snapshot).
+    uint64_t id = 0;
   };
   StatusOr<std::shared_ptr<const MetaView>> LookupMeta(const Scope& scope,
                                                        const rocksdb::ReadOptions& ro, uint16_t ns,
@@ -283,6 +287,9 @@ class Db {
   // (before mem_, whose erase hook it is: destroyed after it)
   ChainIndexes chain_indexes_;
   MemCache mem_;
+  // Entries of each thread's PageHandles (storage/page_handles.h): together about one per page
+  // of 2 KiB the in-memory cache can hold (hardware threads' tables: 48 bytes per entry).
+  size_t page_handle_entries_;
   std::atomic<uint64_t> pages_loaded_{0};
   std::atomic<uint64_t> scan_seq_{0};
   std::mutex scan_mu_;

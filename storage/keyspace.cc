@@ -3,8 +3,10 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cctype>
 #include <random>
+#include <thread>
 
 #include "storage/db.h"
 #include "storage/page_cache.h"
@@ -135,7 +137,9 @@ Db::Db(Engine* engine, size_t lock_stripes, uint64_t cache_bytes)
       ns_of_db_(new std::atomic<uint16_t>[kNamespaces]),
       db_of_ns_(new std::atomic<uint16_t>[kNamespaces]),
       locks_(lock_stripes),
-      mem_(cache_bytes) {
+      mem_(cache_bytes),
+      page_handle_entries_(std::clamp<uint64_t>(
+          cache_bytes / 2048 / std::max(1U, std::thread::hardware_concurrency()), 1024, 131072)) {
   scan_cursors_.resize(kScanCursorSlots);
   mem_.set_on_erase([this](std::string_view key) { chain_indexes_.OnCacheErase(key); });
   for (size_t i = 0; i < kNamespaces; ++i) {
@@ -341,6 +345,13 @@ struct MetaSlot {
   std::shared_ptr<const Db::MetaView> view;  // null = no such key
 };
 constexpr size_t kMetaSlots = 8192;
+// A MetaView::id: the thread's number in the high bits, a count in the low ones.
+uint64_t NewViewId() {
+  static std::atomic<uint64_t> next_thread{1};
+  thread_local const uint64_t base = next_thread.fetch_add(1) << 40;
+  thread_local uint64_t count = 0;
+  return base | (++count & ((uint64_t{1} << 40) - 1));
+}
 thread_local std::array<MetaSlot, kMetaSlots> t_meta_slots;
 thread_local std::string t_meta_cache_key;
 
@@ -350,7 +361,10 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
                                                              const rocksdb::ReadOptions& ro,
                                                              uint16_t ns, std::string_view key) {
   using ViewPtr = std::shared_ptr<const MetaView>;
-  auto make_view = [&](std::string_view raw) -> StatusOr<ViewPtr> {
+  // (previous: the view this one replaces in the thread's slot, whose id it keeps when their
+  // pages are the same; id_slot: false for a view that is not kept in a slot)
+  auto make_view = [&](std::string_view raw, const MetaView* previous = nullptr,
+                       bool id_slot = false) -> StatusOr<ViewPtr> {
     auto meta = DecodeMetadata(raw);
     if (!meta) {
       return Status(Code::kCorruption, "corrupt metadata record");
@@ -359,6 +373,10 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
     view->meta = std::move(*meta);
     if (view->meta.type == KeyType::kCuckoo) {
       view->page_prefix = PagePrefix(ns, key, view->meta);
+    }
+    if (id_slot) {
+      view->id = previous != nullptr && previous->page_prefix == view->page_prefix ? previous->id
+                                                                                   : NewViewId();
     }
     return ViewPtr(std::move(view));
   };
@@ -418,7 +436,8 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
   }
   ViewPtr view;
   if (raw) {
-    auto made = make_view(*raw);
+    auto made =
+        make_view(*raw, slot.cache_id == mem_.id() ? slot.view.get() : nullptr, /*id_slot=*/true);
     if (!made.ok()) {
       return made;
     }

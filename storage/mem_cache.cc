@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -189,11 +190,15 @@ bool MemCache::GetShared(std::string_view key, Value* value, uint64_t* epoch) {
   return Find(s, key, hash, value);
 }
 
-bool MemCache::Find(Shard& s, std::string_view key, uint64_t hash, Value* value) {
+bool MemCache::Find(Shard& s, std::string_view key, uint64_t hash, Value* value, Stamp* stamp) {
   EntryIt* found = s.index.Find(hash, key);
   if (found == nullptr) {
     ++s.misses;
     return false;
+  }
+  if (stamp != nullptr) {
+    stamp->counter = &EpochOf(s, hash);
+    stamp->seen = stamp->counter->load(std::memory_order_relaxed);
   }
   const EntryIt it = *found;
   Touch(s, it);
@@ -210,7 +215,26 @@ bool MemCache::Find(Shard& s, std::string_view key, uint64_t hash, Value* value)
   return true;
 }
 
-void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found) {
+bool MemCache::Borrowing() {
+  return t_section.borrowing();
+}
+
+void MemCache::CountKeptHits(uint64_t n) {
+  thread_local const size_t slot =
+      std::hash<std::thread::id>{}(std::this_thread::get_id()) % kKeptHitSlots;
+  kept_hits_[slot].n.fetch_add(n, std::memory_order_relaxed);
+}
+
+uint64_t MemCache::hits() const {
+  uint64_t total = Sum(&Shard::hits);
+  for (const auto& k : kept_hits_) {
+    total += k.n.load(std::memory_order_relaxed);
+  }
+  return total;
+}
+
+void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found,
+                             Stamp* stamps) {
   // The keys in shard order (a counting sort), then one lock per shard.
   thread_local std::vector<uint32_t> shard_of;
   thread_local std::vector<uint32_t> order;
@@ -258,7 +282,7 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
     const size_t end = start[shard];
     for (; pos < end; ++pos) {
       const uint32_t i = order[pos];
-      found[i] = Find(s, keys[i], hashes[i], &values[i]);
+      found[i] = Find(s, keys[i], hashes[i], &values[i], stamps ? &stamps[i] : nullptr);
     }
   }
   if (n > 16384) {  // (a huge lookup's buffers are not kept by the thread)
@@ -268,10 +292,11 @@ void MemCache::GetSharedMany(std::span<const std::string_view> keys, Value* valu
   }
 }
 
-void MemCache::GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found) {
+void MemCache::GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found,
+                            Stamp* stamps) {
   const size_t n = keys.size();
   if (n > kFewKeys) {
-    GetSharedMany(keys, values, found);
+    GetSharedMany(keys, values, found, stamps);
     return;
   }
   uint32_t shard_of[kFewKeys];
@@ -301,7 +326,8 @@ void MemCache::GetSharedFew(std::span<const std::string_view> keys, Value* value
   }
   for (size_t p = 0; p < n; ++p) {
     const uint32_t i = order[p];
-    found[i] = Find(*shards_[shard_of[i]], keys[i], hashes[i], &values[i]);
+    found[i] =
+        Find(*shards_[shard_of[i]], keys[i], hashes[i], &values[i], stamps ? &stamps[i] : nullptr);
   }
   for (size_t p = n; p-- > 0;) {
     if (p == 0 || shard_of[order[p]] != shard_of[order[p - 1]]) {
@@ -355,6 +381,8 @@ void MemCache::Insert(Shard& s, std::string_view key, uint64_t hash, Value value
       continue;
     }
     s.bytes -= Cost(victim);
+    // (before the value is dropped: see Stamp)
+    EpochOf(s, victim.hash).fetch_add(1, std::memory_order_seq_cst);
     s.index.Erase(victim.hash, victim.key());
     Retire(s, std::move(victim.value));
     s.lru.pop_back();
@@ -384,7 +412,7 @@ void MemCache::Put(std::string_view key, Value value) {
   Shard& s = ShardOf(key);
   const uint64_t hash = Index::Hash(key);
   std::lock_guard lock(s.mu);
-  EpochOf(s, hash).fetch_add(1, std::memory_order_release);
+  EpochOf(s, hash).fetch_add(1, std::memory_order_seq_cst);
   Insert(s, key, hash, std::move(value), /*replace=*/true);
 }
 
@@ -393,7 +421,7 @@ void MemCache::Erase(std::string_view key) {
     Shard& s = ShardOf(key);
     const uint64_t hash = Index::Hash(key);
     std::lock_guard lock(s.mu);
-    EpochOf(s, hash).fetch_add(1, std::memory_order_release);
+    EpochOf(s, hash).fetch_add(1, std::memory_order_seq_cst);
     if (EntryIt* found = s.index.Find(hash, key)) {
       const EntryIt entry = *found;
       s.bytes -= Cost(*entry);
@@ -411,7 +439,7 @@ void MemCache::Clear() {
   for (auto& s : shards_) {
     std::lock_guard lock(s->mu);
     for (auto& e : s->epochs) {
-      e.fetch_add(1, std::memory_order_release);
+      e.fetch_add(1, std::memory_order_seq_cst);
     }
     s->index.Clear();
     for (auto& e : s->lru) {

@@ -70,14 +70,30 @@ class MemCache {
   // The same without copying the value: it is shared (immutable) with the cache. epoch (if not
   // null) receives the key's write counter read with the value (see Version).
   bool GetShared(std::string_view key, Value* value, uint64_t* epoch = nullptr);
+  // A key's write counter (see Version) as a lookup saw it. While it is unchanged, the value the
+  // lookup found is still the key's (every Put, Erase, eviction and Clear of the key changes it
+  // before the value is dropped), so a thread may keep a borrowed value's address across its
+  // read sections (storage/page_handles.h) and use it again inside a later one after Valid().
+  struct Stamp {
+    const std::atomic<uint64_t>* counter = nullptr;
+    uint64_t seen = 0;
+    bool Valid() const { return counter->load(std::memory_order_seq_cst) == seen; }
+  };
+  // Whether this thread is in a ReadSection that borrows values (see ReadSection).
+  static bool Borrowing();
+  // Counts hits of values a thread kept (Stamp) as the cache's own (hits()).
+  void CountKeptHits(uint64_t n);
+
   // GetShared of several keys at once, taking each shard's lock once: found[i] tells whether
-  // keys[i] was cached, values[i] is its value then.
-  void GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found);
+  // keys[i] was cached, values[i] is its value then (stamps[i] its Stamp, when stamps is given).
+  void GetSharedMany(std::span<const std::string_view> keys, Value* values, bool* found,
+                     Stamp* stamps = nullptr);
   // The same for a few keys (at most kFewKeys, e.g. a single-item command's candidate pages):
   // their shards' locks are taken together, in shard order, so the cache misses of the keys'
   // index slots and entries overlap instead of following one another.
   static constexpr size_t kFewKeys = 8;
-  void GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found);
+  void GetSharedFew(std::span<const std::string_view> keys, Value* values, bool* found,
+                    Stamp* stamps = nullptr);
   // The write counter of the key, read without the shard's lock: it changes with every Put and
   // Erase of the key and with every Clear (a counter serves the keys of one of kEpochsPerShard
   // groups of its shard, so it also changes with some other keys' writes). A value read from
@@ -106,7 +122,7 @@ class MemCache {
   // Set before the cache is shared.
   void set_on_erase(std::function<void(std::string_view)> fn) { on_erase_ = std::move(fn); }
 
-  uint64_t hits() const { return Sum(&Shard::hits); }
+  uint64_t hits() const;
   uint64_t misses() const { return Sum(&Shard::misses); }
   uint64_t bytes() const;
   uint64_t capacity() const { return capacity_; }
@@ -175,8 +191,10 @@ class MemCache {
   static void Touch(Shard& s, EntryIt it);
   // Both lines of an entry, for a lookup that follows (see Entry).
   static void PrefetchEntry(EntryIt it);
-  // A lookup in shard s, whose lock the caller holds (counts the hit or miss).
-  static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value);
+  // A lookup in shard s, whose lock the caller holds (counts the hit or miss); stamp (if not
+  // null) receives the key's Stamp.
+  static bool Find(Shard& s, std::string_view key, uint64_t hash, Value* value,
+                   Stamp* stamp = nullptr);
   Shard& ShardOf(std::string_view key) { return *shards_[ShardIndex(key)]; }
   // (The hash's high bits: its low bits place the key in the shard's index.)
   static std::atomic<uint64_t>& EpochOf(Shard& s, uint64_t hash) {
@@ -196,6 +214,12 @@ class MemCache {
   uint64_t Sum(uint64_t Shard::*counter) const;  // of every shard
 
   std::function<void(std::string_view)> on_erase_;
+  // CountKeptHits's counts, spread over cache lines by thread (no line every thread writes).
+  struct alignas(64) KeptHits {
+    std::atomic<uint64_t> n{0};
+  };
+  static constexpr size_t kKeptHitSlots = 16;
+  std::array<KeptHits, kKeptHitSlots> kept_hits_{};
   uint64_t capacity_;
   uint64_t shard_capacity_;
   std::vector<std::unique_ptr<Shard>> shards_;

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <deque>
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -943,6 +944,93 @@ TEST_CASE("lookups answer the same whether their pages are cached, partly cached
       }
     }
   }
+}
+
+TEST_CASE("lookups from the pages a thread kept follow writes, deletes, evictions and new filters",
+          "[cuckoo][meta]") {
+  // Cached lookups keep the addresses of the pages they found (storage/page_handles.h) and use
+  // them again while the in-memory cache still holds the same values. Random writes, deletes,
+  // DEL and re-creation of keys under a cache small enough to evict all the time: every lookup
+  // (one item, several, and one item per key across keys) must agree with a Db that has no
+  // in-memory cache.
+  TestDb t;
+  // A cache that holds every page, and one of ~100 pages with their entries (64 bytes each):
+  // evictions all the time.
+  const uint64_t cache_bytes = GENERATE(uint64_t{1} << 20, uint64_t{24} << 10);
+  Db db(&t.engine(), 64, cache_bytes);
+  // (Its metadata slots follow only its own writes: expected() clears its cache first.)
+  Db nocache(&t.engine(), 64, 0);
+  auto expected_of = [&nocache](std::string_view key, const std::vector<std::string_view>& items) {
+    nocache.cache().Clear();
+    auto r = nocache.CfLookup(kAlone, 0, key, items, false);
+    REQUIRE(r.ok());
+    return *r;
+  };
+  const CfSettings settings = SmallPages(64);
+  const Scope held{.group = nullptr, .read = ReadMode::kCached, .stripes_held = true};
+  const std::vector<std::string> keys = {"a", "b", "c", "d"};
+  for (const auto& k : keys) {
+    REQUIRE(db.CfReserve(kAlone, 0, k, Reserve(200, 2, 2), settings).ok());
+  }
+  const auto items = Items::Make("it-", 0, 400);
+  std::mt19937 rng(7);
+  auto pick = [&rng](size_t n) { return static_cast<size_t>(rng() % n); };
+  uint64_t positives = 0;
+  for (int round = 0; round < 300; ++round) {
+    const std::string& key = keys[pick(keys.size())];
+    switch (pick(10)) {
+      case 0:
+        REQUIRE(db.Delete(0, key).ok());
+        REQUIRE(db.CfReserve(kAlone, 0, key, Reserve(200, 2, 2), settings).ok());
+        break;
+      case 1:
+      case 2: {
+        const auto item = items.views[pick(items.views.size())];
+        REQUIRE(db.CfDelete(kAlone, 0, key, item, settings).ok());  // (found or not)
+        break;
+      }
+      default: {
+        std::vector<std::string_view> add;
+        for (int i = 0; i < 8; ++i) {
+          add.push_back(items.views[pick(items.views.size())]);
+        }
+        REQUIRE(db.CfInsert(kAlone, 0, key, add,
+                            InsertOptions{.nx = false, .no_create = true, .capacity = 0}, settings)
+                    .ok());
+      }
+    }
+    for (int look = 0; look < 3; ++look) {
+      std::vector<std::string_view> one = {items.views[pick(items.views.size())]};
+      std::vector<std::string_view> several;
+      for (int i = 0; i < 12; ++i) {
+        several.push_back(items.views[pick(items.views.size())]);
+      }
+      for (const auto* probe : {&one, &several}) {
+        const auto expected = expected_of(key, *probe);
+        auto got = db.CfLookup(held, 0, key, *probe, false);
+        REQUIRE(got.ok());
+        CHECK(*got == expected);
+        for (uint64_t v : expected) {
+          positives += v;
+        }
+      }
+      std::vector<std::string_view> across_keys;
+      std::vector<std::string_view> across_items;
+      for (int i = 0; i < 16; ++i) {
+        across_keys.push_back(keys[pick(keys.size())]);
+        across_items.push_back(items.views[pick(items.views.size())]);
+      }
+      std::vector<StatusOr<uint64_t>> across;
+      db.CfLookupKeys(held, 0, across_keys, across_items, false, &across);
+      REQUIRE(across.size() == across_keys.size());
+      for (size_t i = 0; i < across_keys.size(); ++i) {
+        const auto expected = expected_of(across_keys[i], {across_items[i]});
+        REQUIRE(across[i].ok());
+        CHECK(*across[i] == expected[0]);
+      }
+    }
+  }
+  CHECK(positives > 0);  // (the lookups found stored items, not only absent ones)
 }
 
 TEST_CASE("a partly cached lookup asks the in-memory cache for each page once", "[cuckoo][meta]") {
