@@ -291,8 +291,12 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
   thread_local std::vector<uint64_t> buckets_of;               // per sub-filter
   thread_local std::vector<CandidateAccess::Candidates> cand;  // per item and sub-filter
-  thread_local std::vector<const std::string*> page_value;     // per candidate page
-  thread_local std::vector<uint8_t> page_found;                // per candidate page
+  // Per candidate page: the cache's value (nullptr: known not stored), its bytes and length, and
+  // whether it was found (2: in the thread's PageHandles).
+  thread_local std::vector<const std::string*> page_value;
+  thread_local std::vector<const char*> page_data;
+  thread_local std::vector<uint64_t> page_len;
+  thread_local std::vector<uint8_t> page_found;
   thread_local std::vector<uint32_t> asked;  // the candidates asked of the in-memory cache
   thread_local std::string key_bytes;
   thread_local std::vector<std::string_view> views;
@@ -325,6 +329,8 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
                              ? &PageHandles::ForThread(page_handle_entries_)
                              : nullptr;
   page_value.assign(wanted, nullptr);
+  page_data.resize(wanted);
+  page_len.resize(wanted);
   page_found.assign(wanted, 0);
   asked.clear();
   if (handles != nullptr) {
@@ -335,6 +341,8 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
     for (size_t j = 0; j < wanted; ++j) {
       if (const auto* e = handles->Find(view.id, filter_at(j), page_at(j))) {
         page_value[j] = e->value;
+        page_data[j] = e->data;
+        page_len[j] = e->size;
         page_found[j] = 2;  // (from handles)
         ++kept;
       } else {
@@ -380,10 +388,13 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       if (!found[a]) {
         continue;
       }
+      const std::string* v = values[a].get();
       page_found[j] = 1;
-      page_value[j] = values[a].get();
+      page_value[j] = v;
+      page_data[j] = v != nullptr ? v->data() : nullptr;
+      page_len[j] = v != nullptr ? v->size() : 0;
       if (handles != nullptr) {
-        handles->Remember(view.id, filter_at(j), page_at(j), values[a].get(), stamps[a]);
+        handles->Remember(view.id, filter_at(j), page_at(j), v, stamps[a]);
       }
     }
   }
@@ -402,14 +413,14 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
         const uint64_t length = geo.PageLength(page, buckets_of[f]);
-        const std::string* v = page_value[k];
-        if (page_found[k] == 0 || (v != nullptr && v->size() != length)) {
+        const bool stored = page_value[k] != nullptr;
+        if (page_found[k] == 0 || (stored && page_len[k] != length)) {
           all = false;
           break;
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
-        if (v != nullptr) {
-          c.bytes[side] = reinterpret_cast<const uint8_t*>(v->data()) + off;
+        if (stored) {
+          c.bytes[side] = reinterpret_cast<const uint8_t*>(page_data[k]) + off;
         } else {  // known not stored: zeros
           c.bytes[side] = reinterpret_cast<const uint8_t*>(zeros.data()) + off;
         }
@@ -427,6 +438,8 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       std::vector<MemCache::Stamp>().swap(stamps);
       std::vector<CandidateAccess::Candidates>().swap(cand);
       std::vector<const std::string*>().swap(page_value);
+      std::vector<const char*>().swap(page_data);
+      std::vector<uint64_t>().swap(page_len);
       std::vector<uint8_t>().swap(page_found);
       std::vector<uint32_t>().swap(asked);
     }
@@ -615,7 +628,9 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     }
   }
   // The pages this thread found before (PageHandles), then the others from the in-memory cache.
-  std::vector<const std::string*> page_value(wanted, nullptr);
+  std::vector<const std::string*> page_value(wanted, nullptr);  // (as in LookupCached)
+  std::vector<const char*> page_data(wanted);
+  std::vector<uint64_t> page_len(wanted);
   std::vector<uint8_t> page_found(wanted, 0);
   std::vector<uint32_t> asked;
   asked.reserve(wanted);
@@ -637,6 +652,8 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     if (handles != nullptr && id != 0) {
       if (const auto* e = handles->Find(id, filter_of[j], page_of[j])) {
         page_value[j] = e->value;
+        page_data[j] = e->data;
+        page_len[j] = e->size;
         page_found[j] = 1;
         ++kept;
         continue;
@@ -673,11 +690,13 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       continue;
     }
     const size_t j = asked[a];
+    const std::string* v = values[a].get();
     page_found[j] = 1;
-    page_value[j] = values[a].get();
+    page_value[j] = v;
+    page_data[j] = v != nullptr ? v->data() : nullptr;
+    page_len[j] = v != nullptr ? v->size() : 0;
     if (handles != nullptr) {
-      handles->Remember(views[call_of[j]]->id, filter_of[j], page_of[j], values[a].get(),
-                        stamps[a]);
+      handles->Remember(views[call_of[j]]->id, filter_of[j], page_of[j], v, stamps[a]);
     }
   }
   // Every call's candidate buckets, each asked for as soon as its page is known (their cache
@@ -696,13 +715,14 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       const uint64_t buckets = core::SubFilterBuckets(filter, f);
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
-        const std::string* v = page_value[k];
-        if (page_found[k] == 0 || (v != nullptr && v->size() != geo.PageLength(page, buckets))) {
+        const bool stored = page_value[k] != nullptr;
+        if (page_found[k] == 0 || (stored && page_len[k] != geo.PageLength(page, buckets))) {
           all = false;
           break;
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
-        c.bytes[side] = reinterpret_cast<const uint8_t*>(v ? v->data() : zeros.data()) + off;
+        c.bytes[side] =
+            reinterpret_cast<const uint8_t*>(stored ? page_data[k] : zeros.data()) + off;
         __builtin_prefetch(c.bytes[side]);
       }
     }

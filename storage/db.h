@@ -287,8 +287,9 @@ class Db {
   // (before mem_, whose erase hook it is: destroyed after it)
   ChainIndexes chain_indexes_;
   MemCache mem_;
-  // Entries of each thread's PageHandles (storage/page_handles.h): together about one per page
-  // of 2 KiB the in-memory cache can hold (hardware threads' tables: 48 bytes per entry).
+  // Entries of each thread's PageHandles (storage/page_handles.h): the hardware threads' tables
+  // together about one per page of 2 KiB the in-memory cache can hold (64 bytes each: 3% of
+  // the cache's size).
   size_t page_handle_entries_;
   std::atomic<uint64_t> pages_loaded_{0};
   std::atomic<uint64_t> scan_seq_{0};

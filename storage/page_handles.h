@@ -24,13 +24,16 @@ namespace cuckood::storage {
 
 class PageHandles {
  public:
-  struct Entry {
-    uint64_t view_id = 0;  // 0: empty
+  struct alignas(64) Entry {  // (one cache line)
+    uint64_t view_id = 0;     // 0: empty
     uint64_t page = 0;
-    uint32_t f = 0;
-    uint32_t uses = 0;
     const std::string* value = nullptr;  // nullptr: known not stored (zeros)
+    // value's bytes and length, kept here: a lookup reads them without the string object's line
+    const char* data = nullptr;
     MemCache::Stamp stamp;
+    uint32_t size = 0;
+    uint16_t f = 0;
+    uint16_t uses = 0;
   };
   static constexpr uint32_t kMaxUses = 64;
 
@@ -75,9 +78,11 @@ class PageHandles {
     Entry& e = entries_[Slot(view_id, f, page)];
     e.view_id = view_id;
     e.page = page;
-    e.f = f;
+    e.f = static_cast<uint16_t>(f);  // (sub-filters are fewer than 65,536)
     e.uses = 0;
     e.value = value;
+    e.data = value != nullptr ? value->data() : nullptr;
+    e.size = value != nullptr ? static_cast<uint32_t>(value->size()) : 0;
     e.stamp = stamp;
   }
 
