@@ -101,8 +101,11 @@ class MemCache {
   // the counter is unchanged; a caller that holds the key's stripe lock sees every change
   // committed before it took the stripe. (Per key rather than per shard: with many keys
   // written, a shard's counter changed too often for a caller's decoded copy of a key to last.)
-  uint64_t Version(std::string_view key) {
-    return EpochOf(ShardOf(key), Index::Hash(key)).load(std::memory_order_acquire);
+  uint64_t Version(std::string_view key) { return Counter(key).load(std::memory_order_acquire); }
+  // The counter Version reads (it lives as long as the cache): a caller that checks one key
+  // often keeps it instead of finding it again.
+  const std::atomic<uint64_t>& Counter(std::string_view key) {
+    return EpochOf(ShardOf(key), Index::Hash(key));
   }
   // Tells this cache apart from any other (one made later at the same address).
   uint64_t id() const { return id_; }
