@@ -593,13 +593,19 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   }
   first[n] = wanted;
   MemCache::ReadSection section;
-  std::vector<CandidateAccess::Candidates> cand(wanted / 2);
+  // (the per-candidate buffers are the thread's, kept from call to call: a pipeline's lookups
+  // made a dozen allocations per batch)
+  thread_local std::vector<CandidateAccess::Candidates> cand;
+  cand.resize(wanted / 2);
   // Never-stored pages read as zeros: one buffer of the largest page serves them all (sized
   // here, before any pointer into it is taken).
   thread_local std::string zeros;
-  std::vector<uint32_t> filter_of(wanted);  // per candidate
-  std::vector<uint64_t> page_of(wanted);
-  std::vector<uint32_t> call_of(wanted);
+  thread_local std::vector<uint32_t> filter_of;  // per candidate
+  thread_local std::vector<uint64_t> page_of;
+  thread_local std::vector<uint32_t> call_of;
+  filter_of.resize(wanted);
+  page_of.resize(wanted);
+  call_of.resize(wanted);
   for (size_t i = 0; i < n; ++i) {
     if (cached[i] != 1) {
       continue;
@@ -628,12 +634,16 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     }
   }
   // The pages this thread found before (PageHandles), then the others from the in-memory cache.
-  std::vector<const std::string*> page_value(wanted, nullptr);  // (as in LookupCached)
-  std::vector<const char*> page_data(wanted);
-  std::vector<uint64_t> page_len(wanted);
-  std::vector<uint8_t> page_found(wanted, 0);
-  std::vector<uint32_t> asked;
-  asked.reserve(wanted);
+  thread_local std::vector<const std::string*> page_value;  // (as in LookupCached)
+  thread_local std::vector<const char*> page_data;
+  thread_local std::vector<uint64_t> page_len;
+  thread_local std::vector<uint8_t> page_found;
+  thread_local std::vector<uint32_t> asked;
+  page_value.assign(wanted, nullptr);
+  page_data.resize(wanted);
+  page_len.resize(wanted);
+  page_found.assign(wanted, 0);
+  asked.clear();
   PageHandles* handles =
       MemCache::Borrowing() ? &PageHandles::ForThread(page_handle_entries_) : nullptr;
   if (handles != nullptr) {
@@ -664,8 +674,10 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
   if (kept > 0) {
     mem_.CountKeptHits(kept);
   }
-  std::string key_bytes;
-  std::vector<size_t> key_at(asked.size() + 1, 0);
+  thread_local std::string key_bytes;
+  thread_local std::vector<size_t> key_at;
+  key_bytes.clear();
+  key_at.assign(asked.size() + 1, 0);
   for (size_t a = 0; a < asked.size(); ++a) {
     const size_t j = asked[a];
     const MetaView& view = *views[call_of[j]];
@@ -674,13 +686,21 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     WritePageCacheKey(key_bytes.data() + at, view.page_prefix, filter_of[j], page_of[j]);
     key_at[a + 1] = key_bytes.size();
   }
-  std::vector<std::string_view> page_keys(asked.size());
+  thread_local std::vector<std::string_view> page_keys;
+  page_keys.resize(asked.size());
   for (size_t a = 0; a < asked.size(); ++a) {
     page_keys[a] = std::string_view(key_bytes).substr(key_at[a], key_at[a + 1] - key_at[a]);
   }
-  std::vector<MemCache::Value> values(asked.size());
-  std::vector<MemCache::Stamp> stamps(asked.size());
-  std::unique_ptr<bool[]> found(new bool[asked.empty() ? 1 : asked.size()]);
+  thread_local std::vector<MemCache::Value> values;
+  thread_local std::vector<MemCache::Stamp> stamps;
+  thread_local std::unique_ptr<bool[]> found;
+  thread_local size_t found_size = 0;
+  values.resize(asked.size());
+  stamps.resize(asked.size());
+  if (found_size < std::max<size_t>(asked.size(), 1)) {
+    found_size = std::max<size_t>(asked.size(), 1);
+    found = std::make_unique<bool[]>(found_size);
+  }
   if (!asked.empty()) {
     mem_.GetSharedMany(page_keys, values.data(), found.get(),
                        handles != nullptr ? stamps.data() : nullptr);
