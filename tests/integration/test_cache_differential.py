@@ -144,3 +144,106 @@ def test_writers_on_two_io_threads_with_a_tiny_cache_lose_nothing(fresh_server, 
     check()
     srv.restart()
     check()
+
+
+def test_lookups_during_writes_and_recreated_keys_through_a_tiny_cache_find_every_added_item(
+        fresh_server, tmp_path):
+    # Lookups keep, per io thread, the addresses of the pages they found (storage/page_handles.h)
+    # and use them again while the cache has not changed the page. Here writers add items to 100
+    # filters, another client deletes and re-creates filters, and readers send pipelines of
+    # CF.EXISTS across filters (read as one, across keys) and CF.MEXISTS, all at once, through a
+    # cache that evicts all the time: every item whose CF.ADD answered 1, in a filter not
+    # re-created since, must be found.
+    import threading
+    import time
+    srv = fresh_server("--cache-size", "262144", "--workers", "2", data_dir=tmp_path / "handles")
+    keys = ["hk%d" % i for i in range(100)]
+    locks = [threading.Lock() for _ in keys]
+    added = [set() for _ in keys]
+    generation = [0] * len(keys)
+    setup = RawClient(srv.port)
+    try:
+        for k in keys:
+            assert setup.call("CF.RESERVE", k, "4000") == b"+OK\r\n"
+    finally:
+        setup.close()
+    stop = time.time() + 6
+    errors = []
+    checked = [0]
+
+    def guarded(fn, seed):
+        try:
+            fn(random.Random(seed))
+        except BaseException as e:  # noqa: B902 - reported to the main thread
+            errors.append(e)
+
+    def writer(rng):
+        while time.time() < stop:
+            batch = [(rng.randrange(len(keys)), "i%d" % rng.randrange(10**9)) for _ in range(16)]
+            held = sorted({k for k, _ in batch})
+            for k in held:
+                locks[k].acquire()
+            try:
+                replies = run_pipelined(srv.port, [["CF.ADD", keys[k], item] for k, item in batch])
+                for (k, item), reply in zip(batch, replies):
+                    assert reply in (b":1\r\n", b":0\r\n"), reply
+                    if reply == b":1\r\n":
+                        added[k].add(item)
+            finally:
+                for k in held:
+                    locks[k].release()
+
+    def recreator(rng):
+        client = RawClient(srv.port)
+        try:
+            while time.time() < stop:
+                k = rng.randrange(len(keys))
+                with locks[k]:
+                    generation[k] += 1
+                    added[k].clear()
+                    assert client.call("DEL", keys[k]) == b":1\r\n"
+                    assert client.call("CF.RESERVE", keys[k], "4000") == b"+OK\r\n"
+                time.sleep(0.02)
+        finally:
+            client.close()
+
+    def reader(rng):
+        client = RawClient(srv.port)
+        try:
+            while time.time() < stop:
+                picks = []
+                for _ in range(16):
+                    k = rng.randrange(len(keys))
+                    with locks[k]:
+                        if added[k]:
+                            picks.append((k, rng.choice(sorted(added[k])), generation[k]))
+                if not picks:
+                    continue
+                k0 = picks[0][0]
+                same_key = [item for k, item, g in picks if k == k0]
+                cmds = [["CF.EXISTS", keys[k], item] for k, item, _ in picks]
+                cmds.append(["CF.MEXISTS", keys[k0]] + same_key)
+                replies = run_pipelined(srv.port, cmds)
+                for (k, item, g), reply in zip(picks, replies):
+                    if reply != b":1\r\n":
+                        with locks[k]:  # (not a miss if the filter was re-created meanwhile)
+                            assert generation[k] != g, (keys[k], item, reply)
+                with locks[k0]:
+                    if generation[k0] == picks[0][2]:
+                        want = b"*%d\r\n" % len(same_key) + b":1\r\n" * len(same_key)
+                        assert replies[-1] == want, (keys[k0], replies[-1])
+                checked[0] += len(picks)
+        finally:
+            client.close()
+
+    threads = [threading.Thread(target=guarded, args=(writer, s)) for s in range(2)]
+    threads += [threading.Thread(target=guarded, args=(reader, 100 + s)) for s in range(2)]
+    threads.append(threading.Thread(target=guarded, args=(recreator, 999)))
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "a thread is stuck"
+    if errors:
+        raise errors[0]
+    assert checked[0] > 1000
