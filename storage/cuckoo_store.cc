@@ -51,6 +51,28 @@ class CandidateAccess final : public core::BucketAccess {
 constexpr size_t kCachedLookupMaxPages = 4096;
 constexpr uint32_t kCachedLookupMaxFilters = 32;
 
+// A cached lookup's candidate page once found: the cache's value (nullptr: known not stored),
+// its bytes and length, and where it was found.
+struct FoundPage {
+  enum From : uint8_t { kNotFound, kCache, kHandles };
+  const std::string* value = nullptr;
+  const char* data = nullptr;
+  uint64_t length = 0;
+  From from = kNotFound;
+  void SetFromCache(const std::string* v) {
+    value = v;
+    data = v != nullptr ? v->data() : nullptr;
+    length = v != nullptr ? v->size() : 0;
+    from = kCache;
+  }
+  void SetFromHandles(const PageHandles::Entry& e) {
+    value = e.value;
+    data = e.data;
+    length = e.size;
+    from = kHandles;
+  }
+};
+
 // Writes the in-memory cache key of page `page` of sub-filter f ('p' | page prefix | filter |
 // page, PageCacheKey) at key, which has room for 1 + prefix.size() + kPageKeySuffix bytes.
 void WritePageCacheKey(char* key, std::string_view prefix, uint32_t f, uint64_t page) {
@@ -291,12 +313,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   const PageGeometry geo(view.meta.cuckoo.page_size, filter.bucket_size);
   thread_local std::vector<uint64_t> buckets_of;               // per sub-filter
   thread_local std::vector<CandidateAccess::Candidates> cand;  // per item and sub-filter
-  // Per candidate page: the cache's value (nullptr: known not stored), its bytes and length, and
-  // whether it was found (2: in the thread's PageHandles).
-  thread_local std::vector<const std::string*> page_value;
-  thread_local std::vector<const char*> page_data;
-  thread_local std::vector<uint64_t> page_len;
-  thread_local std::vector<uint8_t> page_found;
+  thread_local std::vector<FoundPage> pages;                   // per candidate page
   thread_local std::vector<uint32_t> asked;  // the candidates asked of the in-memory cache
   thread_local std::string key_bytes;
   thread_local std::vector<std::string_view> views;
@@ -328,10 +345,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
   PageHandles* handles = view.id != 0 && MemCache::Borrowing()
                              ? &PageHandles::ForThread(page_handle_entries_)
                              : nullptr;
-  page_value.assign(wanted, nullptr);
-  page_data.resize(wanted);
-  page_len.resize(wanted);
-  page_found.assign(wanted, 0);
+  pages.assign(wanted, FoundPage{});
   asked.clear();
   if (handles != nullptr) {
     for (size_t j = 0; j < wanted; ++j) {
@@ -340,10 +354,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
     uint64_t kept = 0;
     for (size_t j = 0; j < wanted; ++j) {
       if (const auto* e = handles->Find(view.id, filter_at(j), page_at(j))) {
-        page_value[j] = e->value;
-        page_data[j] = e->data;
-        page_len[j] = e->size;
-        page_found[j] = 2;  // (from handles)
+        pages[j].SetFromHandles(*e);
         ++kept;
       } else {
         asked.push_back(static_cast<uint32_t>(j));
@@ -388,13 +399,9 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       if (!found[a]) {
         continue;
       }
-      const std::string* v = values[a].get();
-      page_found[j] = 1;
-      page_value[j] = v;
-      page_data[j] = v != nullptr ? v->data() : nullptr;
-      page_len[j] = v != nullptr ? v->size() : 0;
+      pages[j].SetFromCache(values[a].get());
       if (handles != nullptr) {
-        handles->Remember(view.id, filter_at(j), page_at(j), v, stamps[a]);
+        handles->Remember(view.id, filter_at(j), page_at(j), values[a].get(), stamps[a]);
       }
     }
   }
@@ -413,14 +420,14 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
         const uint64_t length = geo.PageLength(page, buckets_of[f]);
-        const bool stored = page_value[k] != nullptr;
-        if (page_found[k] == 0 || (stored && page_len[k] != length)) {
+        const FoundPage& p = pages[k];
+        if (p.from == FoundPage::kNotFound || (p.value != nullptr && p.length != length)) {
           all = false;
           break;
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
-        if (stored) {
-          c.bytes[side] = reinterpret_cast<const uint8_t*>(page_data[k]) + off;
+        if (p.value != nullptr) {
+          c.bytes[side] = reinterpret_cast<const uint8_t*>(p.data) + off;
         } else {  // known not stored: zeros
           c.bytes[side] = reinterpret_cast<const uint8_t*>(zeros.data()) + off;
         }
@@ -437,10 +444,7 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       std::vector<MemCache::Value>().swap(values);
       std::vector<MemCache::Stamp>().swap(stamps);
       std::vector<CandidateAccess::Candidates>().swap(cand);
-      std::vector<const std::string*>().swap(page_value);
-      std::vector<const char*>().swap(page_data);
-      std::vector<uint64_t>().swap(page_len);
-      std::vector<uint8_t>().swap(page_found);
+      std::vector<FoundPage>().swap(pages);
       std::vector<uint32_t>().swap(asked);
     }
   };
@@ -458,10 +462,10 @@ bool Db::LookupCached(const MetaView& view, std::span<const core::ItemHash> hash
       }
     }
     for (size_t j = 0; j < wanted; ++j) {
-      if (page_found[j] == 2) {  // (borrowed, as the cache lends its values in this section)
+      if (pages[j].from == FoundPage::kHandles) {  // (borrowed, as the cache lends its values)
+        const std::string* v = pages[j].value;
         fallback->Adopt(filter_at(j), page_at(j),
-                        page_value[j] != nullptr ? MemCache::Value(MemCache::Value(), page_value[j])
-                                                 : MemCache::Value());
+                        v != nullptr ? MemCache::Value(MemCache::Value(), v) : MemCache::Value());
       }
     }
     release();
@@ -634,15 +638,9 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     }
   }
   // The pages this thread found before (PageHandles), then the others from the in-memory cache.
-  thread_local std::vector<const std::string*> page_value;  // (as in LookupCached)
-  thread_local std::vector<const char*> page_data;
-  thread_local std::vector<uint64_t> page_len;
-  thread_local std::vector<uint8_t> page_found;
+  thread_local std::vector<FoundPage> pages;  // per candidate page
   thread_local std::vector<uint32_t> asked;
-  page_value.assign(wanted, nullptr);
-  page_data.resize(wanted);
-  page_len.resize(wanted);
-  page_found.assign(wanted, 0);
+  pages.assign(wanted, FoundPage{});
   asked.clear();
   PageHandles* handles =
       MemCache::Borrowing() ? &PageHandles::ForThread(page_handle_entries_) : nullptr;
@@ -661,10 +659,7 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
     const uint64_t id = views[call_of[j]]->id;
     if (handles != nullptr && id != 0) {
       if (const auto* e = handles->Find(id, filter_of[j], page_of[j])) {
-        page_value[j] = e->value;
-        page_data[j] = e->data;
-        page_len[j] = e->size;
-        page_found[j] = 1;
+        pages[j].SetFromHandles(*e);
         ++kept;
         continue;
       }
@@ -710,13 +705,10 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       continue;
     }
     const size_t j = asked[a];
-    const std::string* v = values[a].get();
-    page_found[j] = 1;
-    page_value[j] = v;
-    page_data[j] = v != nullptr ? v->data() : nullptr;
-    page_len[j] = v != nullptr ? v->size() : 0;
+    pages[j].SetFromCache(values[a].get());
     if (handles != nullptr) {
-      handles->Remember(views[call_of[j]]->id, filter_of[j], page_of[j], v, stamps[a]);
+      handles->Remember(views[call_of[j]]->id, filter_of[j], page_of[j], values[a].get(),
+                        stamps[a]);
     }
   }
   // Every call's candidate buckets, each asked for as soon as its page is known (their cache
@@ -735,14 +727,15 @@ void Db::CfLookupKeys(const Scope& scope, uint16_t ns, std::span<const std::stri
       const uint64_t buckets = core::SubFilterBuckets(filter, f);
       for (int side = 0; side < 2; ++side, ++k) {
         const uint64_t page = geo.PageOf(c.bucket[side]);
-        const bool stored = page_value[k] != nullptr;
-        if (page_found[k] == 0 || (stored && page_len[k] != geo.PageLength(page, buckets))) {
+        const FoundPage& p = pages[k];
+        if (p.from == FoundPage::kNotFound ||
+            (p.value != nullptr && p.length != geo.PageLength(page, buckets))) {
           all = false;
           break;
         }
         const uint64_t off = (c.bucket[side] % geo.buckets_per_page) * filter.bucket_size;
         c.bytes[side] =
-            reinterpret_cast<const uint8_t*>(stored ? page_data[k] : zeros.data()) + off;
+            reinterpret_cast<const uint8_t*>(p.value != nullptr ? p.data : zeros.data()) + off;
         __builtin_prefetch(c.bytes[side]);
       }
     }
