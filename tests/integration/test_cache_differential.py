@@ -6,7 +6,7 @@ sub-filters, and ends with every filter's SCANDUMP; the servers are then restart
 again."""
 import random
 
-from cuckood_testlib import RawClient, raw_scandump, run_pipelined
+from cuckood_testlib import RawClient, raw_scandump, run_pipelined, run_threads
 
 FILTERS = ["f%d" % i for i in range(6)]
 CACHES = ["0", "65536", "1048576", "268435456"]
@@ -168,14 +168,7 @@ def test_lookups_during_writes_and_recreated_keys_through_a_tiny_cache_find_ever
     finally:
         setup.close()
     stop = time.time() + 6
-    errors = []
     checked = [0]
-
-    def guarded(fn, seed):
-        try:
-            fn(random.Random(seed))
-        except BaseException as e:  # noqa: B902 - reported to the main thread
-            errors.append(e)
 
     def writer(rng):
         while time.time() < stop:
@@ -236,14 +229,7 @@ def test_lookups_during_writes_and_recreated_keys_through_a_tiny_cache_find_ever
         finally:
             client.close()
 
-    threads = [threading.Thread(target=guarded, args=(writer, s)) for s in range(2)]
-    threads += [threading.Thread(target=guarded, args=(reader, 100 + s)) for s in range(2)]
-    threads.append(threading.Thread(target=guarded, args=(recreator, 999)))
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        assert not t.is_alive(), "a thread is stuck"
-    if errors:
-        raise errors[0]
+    run_threads([(writer, random.Random(s)) for s in range(2)] +
+                [(reader, random.Random(100 + s)) for s in range(2)] +
+                [(recreator, random.Random(999))])
     assert checked[0] > 1000

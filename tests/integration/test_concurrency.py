@@ -5,26 +5,7 @@ import threading
 import time
 
 import pytest
-from cuckood_testlib import RawClient, binary, encode
-
-
-def run_threads(targets):
-    errors = []
-
-    def wrap(fn, *args):
-        try:
-            fn(*args)
-        except BaseException as e:  # noqa: B902 - reported to the main thread
-            errors.append(e)
-
-    threads = [threading.Thread(target=wrap, args=t) for t in targets]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
-        assert not t.is_alive(), "a thread is stuck"
-    if errors:
-        raise errors[0]
+from cuckood_testlib import RawClient, binary, encode, run_threads
 
 
 def items_inserted(c, key):

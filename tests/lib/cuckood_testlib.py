@@ -3,6 +3,7 @@ import os
 import signal
 import socket
 import subprocess
+import threading
 import time
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -214,3 +215,24 @@ def start_real_redis(prefix, *extra):
                 raise AssertionError("redis-server did not start on port %d" % port)
             time.sleep(0.05)
     return proc, port, d
+
+
+def run_threads(targets):
+    """Runs each (fn, *args) of targets on a thread of its own, waits for all (a thread still
+    running after 120 s fails the test) and raises the first exception any of them raised."""
+    errors = []
+
+    def wrap(fn, *args):
+        try:
+            fn(*args)
+        except BaseException as e:  # noqa: B902 - reported to the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=wrap, args=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+        assert not t.is_alive(), "a thread is stuck"
+    if errors:
+        raise errors[0]
