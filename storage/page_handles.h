@@ -52,7 +52,6 @@ class PageHandles {
     thread_local std::unique_ptr<PageHandles> table = std::make_unique<PageHandles>(entries);
     return *table;
   }
-  size_t size() const { return mask_ + 1; }
 
   // The entry of this page, if it is there and still valid (the caller is in a borrowing
   // ReadSection); counts the use.
