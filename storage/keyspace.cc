@@ -340,8 +340,7 @@ namespace {
 // about one in nine sharing).
 struct MetaSlot {
   uint64_t cache_id = 0;  // MemCache::id(); 0 = empty
-  uint64_t epoch = 0;
-  const std::atomic<uint64_t>* counter = nullptr;  // MemCache::Counter(cache_key)
+  MemCache::Stamp stamp;  // cache_key's write counter when view was read
   std::string cache_key;
   std::shared_ptr<const Db::MetaView> view;  // null = no such key
 };
@@ -415,8 +414,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
     return view.ok() ? StatusOr<ViewPtr>(live(*view)) : view;
   }
   MetaSlot& slot = t_meta_slots[std::hash<std::string_view>{}(ck) % kMetaSlots];
-  if (slot.cache_id == mem_.id() && slot.counter->load(std::memory_order_acquire) == slot.epoch &&
-      slot.cache_key == ck) {
+  if (slot.cache_id == mem_.id() && slot.stamp.Valid() && slot.cache_key == ck) {
     return live(slot.view);
   }
   uint64_t epoch = 0;
@@ -446,8 +444,7 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
     view = std::move(*made);
   }
   slot.cache_id = mem_.id();
-  slot.epoch = epoch;
-  slot.counter = &mem_.Counter(ck);
+  slot.stamp = MemCache::Stamp{&mem_.Counter(ck), epoch};
   slot.cache_key = ck;
   slot.view = view;
   return live(std::move(view));
