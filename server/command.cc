@@ -99,8 +99,15 @@ bool CommandTable::Rename(const std::string& from, const std::string& to) {
 
 std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv) {
   std::vector<std::string_view> keys;
+  CommandKeys(spec, argv, &keys);
+  return keys;
+}
+
+void CommandKeys(const CommandSpec& spec, const Argv& argv, std::vector<std::string_view>* out) {
+  std::vector<std::string_view>& keys = *out;
+  keys.clear();
   if (spec.first_key <= 0) {
-    return keys;
+    return;
   }
   if ((spec.flags & kMovableKeys) && spec.name == "migrate" && argv.size() > 3 && argv[3].empty()) {
     // MIGRATE host port "" db timeout [COPY] [REPLACE] [AUTH pw] [AUTH2 user pw] KEYS k...
@@ -114,7 +121,7 @@ std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& a
         break;
       }
     }
-    return keys;
+    return;
   }
   const int argc = static_cast<int>(argv.size());
   int last = spec.last_key;
@@ -125,7 +132,6 @@ std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& a
   for (int i = spec.first_key; i <= last && i < argc; i += step) {
     keys.push_back(argv[static_cast<size_t>(i)]);
   }
-  return keys;
 }
 
 }  // namespace cuckood::server

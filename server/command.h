@@ -149,6 +149,8 @@ class CommandTable {
 // Key positions of argv for a spec (for locks, WATCH, COMMAND GETKEYS). MIGRATE's keys are its
 // key argument, or when that is empty, every argument after its KEYS option.
 std::vector<std::string_view> CommandKeys(const CommandSpec& spec, const Argv& argv);
+// The same into *out (cleared first; its capacity is kept).
+void CommandKeys(const CommandSpec& spec, const Argv& argv, std::vector<std::string_view>* out);
 // A key of a database other than the client's that a kOtherDbKeys command writes (COPY's
 // destination with a DB option, MOVE's key in the target database): its stripe is taken with
 // the others. nullopt when the command names none, or names it badly (the handler replies).

@@ -35,7 +35,41 @@ std::string UnknownCommandError(const Argv& argv) {
   return msg;
 }
 
+// The thread's vectors for CommandScope, kept between commands (a few: scopes nest).
+template <class T>
+std::vector<std::vector<T>>& Spares() {
+  thread_local std::vector<std::vector<T>> spares;
+  return spares;
+}
+template <class T>
+std::vector<T> TakeSpare() {
+  auto& spares = Spares<T>();
+  if (spares.empty()) {
+    return {};
+  }
+  std::vector<T> v = std::move(spares.back());
+  spares.pop_back();
+  return v;
+}
+template <class T>
+void GiveBack(std::vector<T>&& v) {
+  constexpr size_t kMaxSpares = 8;
+  constexpr size_t kMaxCapacity = 1024;  // (a scope over every stripe is not kept)
+  auto& spares = Spares<T>();
+  if (spares.size() < kMaxSpares && v.capacity() > 0 && v.capacity() <= kMaxCapacity) {
+    v.clear();
+    spares.push_back(std::move(v));
+  }
+}
+
 }  // namespace
+
+CommandScope::CommandScope() : keys(TakeSpare<std::string_view>()), stripes(TakeSpare<size_t>()) {}
+
+CommandScope::~CommandScope() {
+  GiveBack(std::move(keys));
+  GiveBack(std::move(stripes));
+}
 
 Dispatcher::Dispatcher(Server& server) : server_(server) {}
 
@@ -216,7 +250,7 @@ void Dispatcher::Execute(const CommandSpec& spec, Client& client, const Argv& ar
   CommandScope scope;
   storage::LockGuard guard;
   if (write || spec.first_key > 0) {
-    scope.keys = CommandKeys(spec, argv);
+    CommandKeys(spec, argv, &scope.keys);
   }
   if (!locks_held && (write || spec.first_key > 0)) {
     if (Lock(spec, client, argv, batch, batchable, scope, guard)) {
@@ -278,7 +312,7 @@ void Dispatcher::ExecuteCombined(const CommandSpec& spec, Client& client,
   }
   CommandScope scope;
   storage::LockGuard guard;
-  scope.keys = CommandKeys(spec, first);
+  CommandKeys(spec, first, &scope.keys);
   if (Lock(spec, client, first, batch, batchable, scope, guard)) {
     scope.storage.stripes_held = true;
   } else {

@@ -33,7 +33,15 @@ struct Client;
 struct CommandStats;
 
 // What one command runs under, built by Dispatcher::Execute once its stripes are held.
+// keys and stripes are vectors the thread kept from earlier scopes (cleared, with their
+// capacity), given back when the scope ends: a command's scope allocates nothing once the
+// thread has run a few (scopes nest: EXEC's holds the queued commands' ones).
 struct CommandScope {
+  CommandScope();
+  ~CommandScope();
+  CommandScope(const CommandScope&) = delete;
+  CommandScope& operator=(const CommandScope&) = delete;
+
   std::vector<std::string_view> keys;  // from the row's key spec (CommandKeys)
   std::vector<size_t> stripes;         // of keys (and of a key in another database), sorted
   bool exclusive = false;              // stripes held exclusively (writes) or shared (reads)

@@ -24,6 +24,8 @@ std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) 
   return out;
 }
 
+constexpr size_t kKeepHashes = 65536;  // items of one insert whose hashes a thread's buffer keeps
+
 const Status kWrongType(Code::kWrongType);
 const Status kFilterExists(Code::kExists, Reason::kFilterExists);
 
@@ -85,8 +87,16 @@ void WritePageCacheKey(char* key, std::string_view prefix, uint32_t f, uint64_t 
 }  // namespace
 
 std::string Db::PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const {
+  std::string out;
+  PagePrefixTo(&out, ns, key, meta);
+  return out;
+}
+
+void Db::PagePrefixTo(std::string* out, uint16_t ns, std::string_view key,
+                      const Metadata& meta) const {
   std::string_view owner = meta.cuckoo.owner.empty() ? key : std::string_view(meta.cuckoo.owner);
-  return EncodePagePrefix(ns, owner, meta.version);
+  out->clear();
+  AppendPagePrefix(out, ns, owner, meta.version);
 }
 
 Status Db::CommitFilter(const Scope& scope, PageCache* cache, const std::string& meta_key,
@@ -211,7 +221,12 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   } else {
     meta = std::move(**m);
   }
-  const std::string meta_key = EncodeMetaKey(ns, key);
+  // (the keys and hashes in the thread's buffers, kept between commands: a write of one item
+  // allocates as little as it can)
+  thread_local std::string meta_key_buf;
+  meta_key_buf.clear();
+  AppendMetaKey(&meta_key_buf, ns, key);
+  const std::string& meta_key = meta_key_buf;
   InsertOutcome out;
   if (meta.cuckoo.filter.num_filters >= settings.max_expansions) {
     // RedisBloom refuses before looking at any item, but an auto-created key stays.
@@ -224,9 +239,23 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
     }
     return out;
   }
-  auto hashes = HashAll(items);
+  thread_local std::vector<core::ItemHash> hashes;
+  hashes.clear();
+  struct TrimHashes {  // (a huge insert's buffer is not kept)
+    ~TrimHashes() {
+      if (hashes.capacity() > kKeepHashes) {
+        std::vector<core::ItemHash>().swap(hashes);
+      }
+    }
+  } trim_hashes;
+  hashes.reserve(items.size());
+  for (auto item : items) {
+    hashes.push_back(core::HashItem(item));
+  }
   auto& filter = meta.cuckoo.filter;
-  const std::string prefix = PagePrefix(ns, key, meta);
+  thread_local std::string prefix_buf;
+  PagePrefixTo(&prefix_buf, ns, key, meta);
+  const std::string& prefix = prefix_buf;
   PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
   cache.ChangeGroupPagesInPlace();
   cache.set_stripe_held(scope.stripes_held);

@@ -234,6 +234,9 @@ class Db {
   StatusOr<std::optional<Metadata>> GetWith(const Scope& scope, const rocksdb::ReadOptions& ro,
                                             uint16_t ns, std::string_view key);
   std::string PagePrefix(uint16_t ns, std::string_view key, const Metadata& meta) const;
+  // The same into *out (a reused buffer; replaced).
+  void PagePrefixTo(std::string* out, uint16_t ns, std::string_view key,
+                    const Metadata& meta) const;
   // CfLookup when every candidate page is in the in-memory cache (the caller holds the key's
   // stripe shared and has a MemCache::ReadSection open): the answers go to *out without a page
   // map, and true is returned. Otherwise the pages found are handed to fallback and false is

@@ -233,12 +233,16 @@ bool PeekExpire(std::string_view raw, uint64_t* expire_ms) {
 std::string EncodePagePrefix(uint16_t ns, std::string_view owner, uint64_t version) {
   std::string out;
   out.reserve(16 + owner.size() + 6);
-  PutBE<uint16_t>(&out, ns);
-  PutBE<uint16_t>(&out, KeySlot(owner));
-  PutBE<uint32_t>(&out, static_cast<uint32_t>(owner.size()));
-  out.append(owner);
-  PutBE<uint64_t>(&out, version);
+  AppendPagePrefix(&out, ns, owner, version);
   return out;
+}
+
+void AppendPagePrefix(std::string* out, uint16_t ns, std::string_view owner, uint64_t version) {
+  PutBE<uint16_t>(out, ns);
+  PutBE<uint16_t>(out, KeySlot(owner));
+  PutBE<uint32_t>(out, static_cast<uint32_t>(owner.size()));
+  out->append(owner);
+  PutBE<uint64_t>(out, version);
 }
 
 std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t page) {

@@ -103,6 +103,8 @@ bool PeekExpire(std::string_view raw, uint64_t* expire_ms);
 
 // Prefix of every page of one filter version: ns | slot | keylen | owner | version.
 std::string EncodePagePrefix(uint16_t ns, std::string_view owner, uint64_t version);
+// The same appended to *out (a reused buffer).
+void AppendPagePrefix(std::string* out, uint16_t ns, std::string_view owner, uint64_t version);
 std::string EncodePageKey(std::string_view prefix, uint16_t filter, uint32_t page);
 // Writes the filter/page part of a page key over the last kPageKeySuffix bytes of *key (a key
 // EncodePageKey built), so one buffer serves many pages of a filter.

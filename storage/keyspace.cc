@@ -322,7 +322,7 @@ StatusOr<std::optional<Metadata>> Db::GetWith(const Scope& scope, const rocksdb:
   if (!meta) {
     return Status(Code::kCorruption, "corrupt metadata record");
   }
-  if (meta->Expired(NowMs())) {
+  if (meta->expire_ms != 0 && meta->Expired(NowMs())) {  // (the clock only when it matters)
     return std::optional<Metadata>();
   }
   return std::optional<Metadata>(std::move(*meta));

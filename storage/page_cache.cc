@@ -39,14 +39,20 @@ PageCache::PageCache(Engine* engine, const rocksdb::Snapshot* snapshot,
       group_(mem_ != nullptr ? group : nullptr) {}
 
 std::string_view PageCache::CacheKeyOf(uint32_t f, uint64_t page) {
-  if (key_buf_.empty()) {
-    key_buf_.reserve(1 + prefix_.size() + kPageKeySuffix);
-    key_buf_.push_back('p');  // (PageCacheKey of a page key)
-    key_buf_.append(prefix_);
-    key_buf_.append(kPageKeySuffix, '\0');
+  const size_t length = 1 + prefix_.size() + kPageKeySuffix;
+  char* key = key_inline_;
+  if (length > sizeof(key_inline_)) {
+    key_buf_.resize(length);  // (a long key name: the buffer is allocated once)
+    key = key_buf_.data();
   }
-  SetPageKeySuffix(&key_buf_, static_cast<uint16_t>(f), static_cast<uint32_t>(page));
-  return key_buf_;
+  if (!key_ready_) {
+    key[0] = 'p';  // (PageCacheKey of a page key)
+    std::memcpy(key + 1, prefix_.data(), prefix_.size());
+    key_ready_ = true;
+  }
+  EncodePageKeySuffix(key + 1 + prefix_.size(), static_cast<uint16_t>(f),
+                      static_cast<uint32_t>(page));
+  return {key, length};
 }
 
 bool PageCache::CacheGet(std::string_view cache_key, MemCache::Value* value) {
@@ -62,6 +68,11 @@ PageCache::~PageCache() {
   // undone, newest first.
   for (auto it = undo_.rbegin(); it != undo_.rend(); ++it) {
     std::memcpy(it->at, undo_bytes_.data() + it->offset, it->length);
+  }
+  constexpr size_t kKeepUndo = 1024;
+  if (undo_.capacity() > 0 && undo_.capacity() <= kKeepUndo && SpareUndo().capacity() == 0) {
+    undo_.clear();
+    undo_.swap(SpareUndo());
   }
 }
 
@@ -291,7 +302,9 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
       seen.assign(total, false);
     }
   }
-  std::vector<std::pair<uint32_t, uint64_t>> want;
+  // (the thread's, kept between commands: a command's candidates allocate nothing)
+  thread_local std::vector<std::pair<uint32_t, uint64_t>> want;
+  want.clear();
   // (pages_ sized once for the candidates instead of growing through every rehash)
   pages_.reserve(pages_.size() +
                  std::min<size_t>(items.size() * 2 * meta_->num_filters, kKeepBuffers));
@@ -392,7 +405,12 @@ void PageCache::PrefetchCandidates(std::span<const core::ItemHash> items, bool a
     }
     want.resize(kept);
   }
-  Load(std::move(want));
+  if (!want.empty()) {
+    Load(want);
+  }
+  if (want.capacity() > kKeepBuffers) {
+    std::vector<std::pair<uint32_t, uint64_t>>().swap(want);
+  }
 }
 
 void PageCache::Load(std::vector<std::pair<uint32_t, uint64_t>> want) {
@@ -541,6 +559,9 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
     // The group's or the cache's value is a mutable string (made as std::string: see
     // AddDirtyTo and Load), which nobody else reads while this command holds the key.
     char* at = const_cast<char*>(p->shared->data()) + off;
+    if (undo_.capacity() == 0) {
+      undo_.swap(SpareUndo());  // (the thread's buffer from an earlier command, if any)
+    }
     undo_.push_back(
         {at, undo_bytes_.size(), meta_->bucket_size, static_cast<uint32_t>(off), p->last_undo});
     p->last_undo = static_cast<uint32_t>(undo_.size() - 1);

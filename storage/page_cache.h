@@ -240,7 +240,10 @@ class PageCache final : public core::BucketAccess {
   bool fill_block_cache_;
   class WriteGroup* group_;  // the scope's write group (writers only), or nullptr
   std::vector<std::pair<std::string, MemCache::Value>> publish_;
-  std::string key_buf_;    // CacheKeyOf's buffer
+  // CacheKeyOf's buffer: in this object for the usual key lengths, else key_buf_.
+  char key_inline_[96];
+  bool key_ready_ = false;  // the buffer holds the key's prefix
+  std::string key_buf_;
   bool in_place_ = false;  // see ChangeGroupPagesInPlace
   // The buckets handed out for writing in the write group's pages: where, and their bytes
   // before (at undo_bytes_[offset], length bytes), in order.
@@ -258,6 +261,12 @@ class PageCache final : public core::BucketAccess {
 
   std::vector<Undo> undo_;
   std::string undo_bytes_;
+  // The thread's spare undo_ buffer: a command's cache takes it on its first record and gives
+  // it back (emptied) when destroyed, so the records of a write allocate nothing.
+  static std::vector<Undo>& SpareUndo() {
+    thread_local std::vector<Undo> spare;
+    return spare;
+  }
   bool scanned_ = false;
   std::vector<bool> stored_;  // per sub-filter, after the scan: has stored pages (or dirty ones)
   // NextMaybeNonEmpty state: the stored page range last found for sub-filter scan_f_.

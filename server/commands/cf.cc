@@ -137,7 +137,8 @@ void AddReply(resp::Writer& out, core::InsertResult result) {
 // CF.ADD / CF.ADDNX: NX-ness comes from the command name, as in RedisBloom.
 void CfAddCommon(CommandContext& ctx, bool nx) {
   auto settings = ctx.server.live_config().cf_settings();
-  std::vector<std::string_view> items{ctx.argv[2]};
+  thread_local std::vector<std::string_view> items(1);  // (no allocation per command)
+  items[0] = ctx.argv[2];
   const storage::InsertOptions options{.nx = nx};
   auto r = ctx.server.db().CfInsert(ctx.scope, ctx.ns, ctx.argv[1], items, options, settings);
   if (!r.ok()) {
