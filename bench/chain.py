@@ -10,7 +10,9 @@ The filter is grown with CF.INSERT batches; at each size of the chain a probe me
   - lookup, present: CF.MEXISTS of --probe items inserted earlier, spread over the chain,
   - lookup, absent: CF.MEXISTS of --probe items never inserted (every sub-filter is checked).
 Each figure is the wall time of the command and the server's CPU time (from /proc), per item;
-the lookups are run five times and the medians taken (the insert changes the chain: once).
+the lookups are run five times and the medians taken (the insert changes the chain: once). Each
+probe starts once the server runs no RocksDB flush or compaction (INFO), so that the background
+work of the growth before it is not counted in its one insert.
 The table ends with the ratio of the cost at the largest size to the cost at 64 sub-filters, and
 the time of one CF.INSERT of --big items into a fresh filter of the same shape (it grows to the
 65,535 sub-filters RedisBloom allows). bench/run runs this too and puts the table in results.md.
@@ -43,6 +45,18 @@ def server_cpu(pid):
 def num_filters(c):
     info = [x.decode() if isinstance(x, (bytes, bytearray)) else x for x in c.call("CF.INFO", "chain")]
     return int(info[info.index("Number of filters") + 1])
+
+
+def settle(c, timeout=20.0):
+    """Waits until the server runs no RocksDB flush or compaction (the growth before a probe
+    writes tens of thousands of pages: their background work would otherwise land on the probe's
+    one insert), at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        busy = [bench.info_field(c, "all", f) for f in ("num_running_flushes", "num_running_compactions")]
+        if all(v in (None, "0") for v in busy):
+            return
+        time.sleep(0.05)
 
 
 def measure(c, pid, *cmd, repeat=1):
@@ -88,6 +102,7 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000):
                 inserted += items
                 added += n
             before = num_filters(c)
+            settle(c)
             items = ["p%d" % (added + i) for i in range(probe)]
             _, ins_wall, ins_cpu = measure(c, srv.proc.pid, "CF.INSERT", "chain", "ITEMS", *items)
             added += probe
