@@ -15,13 +15,13 @@
 namespace cuckood::storage {
 namespace {
 
-std::vector<core::ItemHash> HashAll(const std::vector<std::string_view>& items) {
-  std::vector<core::ItemHash> out;
-  out.reserve(items.size());
+// The items' hashes into *out (replaced; its capacity is kept).
+void HashAll(const std::vector<std::string_view>& items, std::vector<core::ItemHash>* out) {
+  out->clear();
+  out->reserve(items.size());
   for (auto item : items) {
-    out.push_back(core::HashItem(item));
+    out->push_back(core::HashItem(item));
   }
-  return out;
 }
 
 constexpr size_t kKeepHashes = 65536;  // items of one insert whose hashes a thread's buffer keeps
@@ -240,7 +240,6 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
     return out;
   }
   thread_local std::vector<core::ItemHash> hashes;
-  hashes.clear();
   struct TrimHashes {  // (a huge insert's buffer is not kept)
     ~TrimHashes() {
       if (hashes.capacity() > kKeepHashes) {
@@ -248,10 +247,7 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
       }
     }
   } trim_hashes;
-  hashes.reserve(items.size());
-  for (auto item : items) {
-    hashes.push_back(core::HashItem(item));
-  }
+  HashAll(items, &hashes);
   auto& filter = meta.cuckoo.filter;
   thread_local std::string prefix_buf;
   PagePrefixTo(&prefix_buf, ns, key, meta);
@@ -534,7 +530,8 @@ StatusOr<std::vector<uint64_t>> Db::CfLookup(const Scope& scope, uint16_t ns, st
     return out;  // RedisBloom answers 0 for a missing key and for another type alike
   }
   const Metadata& meta = (*m)->meta;
-  auto hashes = HashAll(items);
+  std::vector<core::ItemHash> hashes;
+  HashAll(items, &hashes);
   // The pages are borrowed from the in-memory cache for the lookup (MemCache::ReadSection;
   // opened after LookupMeta, whose record is kept by the thread). The section closes after the
   // page cache that holds them.
