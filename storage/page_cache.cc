@@ -538,8 +538,12 @@ void PageCache::MarkDirty(Page* p) {
       p->bytes.assign(*p->shared);
       p->before = std::move(p->shared);
       p->shared.reset();
+      p->ranges_complete = group_ != nullptr;
+      p->copy_ranges_used = 0;
     } else if (!p->whole) {
       p->before = std::make_shared<std::string>(PageBuffer(p->bytes));
+      p->ranges_complete = group_ != nullptr;
+      p->copy_ranges_used = 0;
     }
     ++dirty_pages_;
   }
@@ -568,7 +572,23 @@ uint8_t* PageCache::Write(uint32_t f, uint64_t b) {
     undo_bytes_.append(at, meta_->bucket_size);
     return reinterpret_cast<uint8_t*>(at);
   }
+  if (p->ranges_complete) {
+    RecordCopyRange(p, static_cast<uint32_t>(off));
+  }
   return reinterpret_cast<uint8_t*>(p->bytes.data()) + off;
+}
+
+void PageCache::RecordCopyRange(Page* p, uint32_t offset) {
+  for (uint8_t i = 0; i < p->copy_ranges_used; ++i) {
+    if (p->copy_ranges[i].offset == offset) {
+      return;  // (a bucket written again, e.g. by a kick-out chain)
+    }
+  }
+  if (p->copy_ranges_used == Page::kCopyRanges) {
+    p->ranges_complete = false;  // (the group compares the page instead)
+    return;
+  }
+  p->copy_ranges[p->copy_ranges_used++] = {offset, meta_->bucket_size};
 }
 
 uint64_t PageCache::NextMaybeNonEmpty(uint32_t f, uint64_t b, uint64_t num_buckets) {
@@ -725,6 +745,7 @@ Status PageCache::WriteRange(uint32_t f, uint64_t offset, std::string_view data)
       }
     }
     MarkDirty(p);
+    p->ranges_complete = false;  // (written here, not through Write)
     std::memcpy(p->bytes.data() + in_page, data.data() + pos, n);
     if (page == 0) {
       SetResident(f, p);
@@ -813,9 +834,17 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
       page.in_cache = false;
     }
     const std::string* before = page.before.get();
-    const bool zero = AllZeroBytes(page.bytes);
-    const bool unchanged =
-        !page.whole && before != nullptr && (zero ? AllZeroBytes(*before) : *before == page.bytes);
+    // A copy whose written buckets are known: only those bytes are looked at, and the group
+    // writes only them.
+    const bool ranged = group != nullptr && page.ranges_complete && !page.whole &&
+                        before != nullptr && before->size() == page.bytes.size();
+    page.ranges_complete = false;
+    const std::span<const PageRange> written(page.copy_ranges, ranged ? page.copy_ranges_used : 0);
+    const bool zero = ranged ? AllZeroBytes(page.bytes, written) : AllZeroBytes(page.bytes);
+    const bool unchanged = !page.whole && before != nullptr &&
+                           (zero     ? AllZeroBytes(*before)
+                            : ranged ? SameBytes(*before, page.bytes, written)
+                                     : *before == page.bytes);
     if (!unchanged) {
       // The page's cache key (the RocksDB key is the same without its first byte), in the
       // buffer CacheKeyOf reuses.
@@ -832,7 +861,8 @@ void PageCache::AddDirtyTo(rocksdb::WriteBatch* batch, WriteGroup* group) {
         }
       }
       if (group != nullptr) {
-        group->AddPage(prefix_, cache_key, page.before, after, page.whole);
+        group->AddPage(prefix_, cache_key, page.before, after, page.whole,
+                       ranged ? &written : nullptr);
       } else {
         (void)AddPageWrite(batch, engine_->pages_cf(), cache_key.substr(1), before, after.get(),
                            page.whole);

@@ -136,12 +136,21 @@ class PageCache final : public core::BucketAccess {
     // shared is the in-memory cache's value, held by nobody else: changed in place too, and
     // handed to the write group with the ranges written (WriteGroup::AddPageInPlace).
     bool in_cache = false;
+    // A copy (not in place) whose every write since MarkDirty went through Write(), to at most
+    // kCopyRanges buckets, which it records here: the write group then writes those bytes
+    // instead of comparing the page with its bytes from before.
+    bool ranges_complete = false;
+    uint8_t copy_ranges_used = 0;
+    static constexpr size_t kCopyRanges = 4;
+    PageRange copy_ranges[kCopyRanges]{};
     uint32_t last_undo = kNoUndo;  // its newest record in undo_ (written in place)
     bool in_place() const { return in_group || in_cache; }
     const char* data() const { return shared ? shared->data() : bytes.data(); }
     size_t size() const { return shared ? shared->size() : bytes.size(); }
   };
   void MarkDirty(Page* p);
+  // Write's record of the bucket at offset of a copied page (Page::copy_ranges).
+  void RecordCopyRange(Page* p, uint32_t offset);
   void AddDirtyTo(rocksdb::WriteBatch* batch, class WriteGroup* group);
   // A page (PageCacheKey) from the scope's write group or the in-memory cache.
   bool CacheGet(std::string_view cache_key, MemCache::Value* value);

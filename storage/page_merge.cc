@@ -167,6 +167,18 @@ bool AllZeroBytes(std::string_view page, std::span<const PageRange> written) {
   return AllZeroBytes(page);
 }
 
+bool SameBytes(std::string_view a, std::string_view b, std::span<const PageRange> written) {
+  if (a.size() != b.size()) {
+    return false;
+  }
+  for (const PageRange& r : written) {
+    if (r.offset < a.size() && a.substr(r.offset, r.length) != b.substr(r.offset, r.length)) {
+      return false;
+    }
+  }
+  return true;
+}
+
 bool EncodePageRanges(std::string_view page, std::span<PageRange> ranges, std::string* operand) {
   operand->clear();
   PutU32(operand, static_cast<uint32_t>(page.size()));

@@ -24,6 +24,9 @@ bool AllZeroBytes(std::string_view s);
 // among them decides at once (an insert writes a fingerprint); otherwise the page is read whole.
 struct PageRange;
 bool AllZeroBytes(std::string_view page, std::span<const PageRange> written);
+// Whether two pages of one length hold the same bytes in these ranges (the only bytes written
+// since one was copied from the other).
+bool SameBytes(std::string_view a, std::string_view b, std::span<const PageRange> written);
 
 // Builds the operand that turns `before` into `after` (same length). Returns false when a whole
 // page is cheaper to write than the runs (the caller then Puts `after`). When the two are equal

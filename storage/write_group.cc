@@ -232,7 +232,8 @@ bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) cons
 }
 
 void WriteGroup::AddPage(std::string_view page_prefix, std::string_view cache_key,
-                         MemCache::Value before, MemCache::Value after, bool whole) {
+                         MemCache::Value before, MemCache::Value after, bool whole,
+                         const std::span<const PageRange>* written) {
   bool fresh = false;
   (void)prefixes_.Add(page_prefix, &fresh);
   mem_->Put(cache_key, after);
@@ -241,7 +242,13 @@ void WriteGroup::AddPage(std::string_view page_prefix, std::string_view cache_ke
   if (fresh) {
     c.page = true;
     c.whole = whole;
-    c.before = std::move(before);
+    c.before = std::move(before);  // (kept for its buffer's reuse: ClearCommitted)
+    if (written != nullptr && !whole) {
+      c.ranged = true;
+      for (const PageRange& r : *written) {
+        AddRange(index, r);
+      }
+    }
   } else {
     // (Keeps the state from before the group. A page changed in place before has no bytes from
     // before the group, and its ranges do not cover this change: it is written whole.)
@@ -365,6 +372,15 @@ void WriteGroup::Seal() {
     } else {
       (void)batch_.Delete(engine_->metadata_cf(), key);
       ++writes;
+    }
+  }
+  // The batch holds the pages' bytes now: the group lets go of its references to their
+  // newest values, which the in-memory cache keeps. The next writer of such a page (another
+  // io thread's group, once this one's stripes are released) then finds it held by the cache
+  // alone and changes it in place instead of copying it (PageCache::Install).
+  for (uint32_t i = 0; i < keys_.size(); ++i) {
+    if (changes_[i].page) {
+      changes_[i].after.reset();
     }
   }
   if (writes == 0) {

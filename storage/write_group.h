@@ -69,9 +69,12 @@ class WriteGroup {
   bool Lookup(std::string_view cache_key, MemCache::Value* value) const;
   // A page of the filter whose pages start with page_prefix changed: before = its bytes when
   // this command read it (nullptr: replaced without reading), after = its new bytes (nullptr:
-  // all zeros, not stored).
+  // all zeros, not stored). written (optional): every byte range in which after may differ
+  // from before (a copy whose written buckets PageCache recorded); the group then writes those
+  // bytes, as for AddPageInPlace, instead of comparing the two pages.
   void AddPage(std::string_view page_prefix, std::string_view cache_key, MemCache::Value before,
-               MemCache::Value after, bool whole);
+               MemCache::Value after, bool whole,
+               const std::span<const PageRange>* written = nullptr);
   // Whether value is the newest bytes of a page this group changed, and the group is not
   // sealed: the next command of the group may then change those bytes in place (it holds the
   // page's stripe, so nobody else reads them, and the group's write is not encoded yet). The

@@ -180,6 +180,23 @@ TEST_CASE("a page is all zeros after writes only when every byte is") {
   CHECK(AllZeroBytes(page, std::vector<PageRange>{}));
 }
 
+TEST_CASE("two pages are the same in the written ranges only when every byte there is") {
+  std::string a(2048, '\0');
+  a[100] = 7;
+  std::string b = a;
+  const std::vector<PageRange> written{{40, 2}, {2046, 2}};
+  CHECK(SameBytes(a, b, written));
+  b[41] = 1;
+  CHECK_FALSE(SameBytes(a, b, written));
+  b[41] = 0;
+  b[2047] = 1;  // (the last byte of the last range)
+  CHECK_FALSE(SameBytes(a, b, written));
+  b[2047] = 0;
+  b[100] = 0;  // (outside the ranges: not looked at)
+  CHECK(SameBytes(a, b, written));
+  CHECK_FALSE(SameBytes(a, a.substr(0, 1024), written));  // (pages of different lengths)
+}
+
 TEST_CASE("ranges close together share a run, and many ranges fall back to the whole page") {
   std::string page(2048, '\0');
   page[100] = 1;

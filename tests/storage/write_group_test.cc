@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <functional>
 #include <optional>
 #include <set>
 #include <string>
@@ -71,6 +72,29 @@ void CheckSamePages(Engine& a, Engine& b) {
   }
 }
 
+// Runs the same commands on filter "f" of two databases, without and with a write group
+// (run(db, grouped), which grows the filter past one sub-filter), and checks that both store
+// the same pages and metadata, also after the grouped one restarts.
+void CheckGroupedSameAsPlain(const std::function<void(TestDb&, bool)>& run,
+                             const std::vector<std::string>& items) {
+  TestDb plain;
+  TestDb grouped;
+  run(plain, false);
+  run(grouped, true);
+  REQUIRE_FALSE(AllPages(plain.engine()).empty());
+  CheckSamePages(plain.engine(), grouped.engine());
+  auto ma = plain.db().CfInfo(kAlone, 0, "f");
+  auto mb = grouped.db().CfInfo(kAlone, 0, "f");
+  REQUIRE((ma.ok() && mb.ok()));
+  CHECK(ma->size == mb->size);
+  CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
+  CHECK(ma->cuckoo.filter.num_filters > 1);
+  // And across a restart.
+  grouped.Reopen();
+  CheckSamePages(plain.engine(), grouped.engine());
+  CHECK(Stored(grouped.db(), "f", items) == Stored(plain.db(), "f", items));
+}
+
 uint64_t Size(Db& db, std::string_view key) {
   auto m = db.CfInfo(kSnapshotReads, 0, key);
   REQUIRE(m.ok());
@@ -106,45 +130,67 @@ TEST_CASE("a write group writes nothing before Commit and everything at it", "[w
   CHECK(group.empty());
 }
 
-TEST_CASE("a group stores the same bytes as the same commands one by one", "[write_group]") {
-  // Many commands on few pages: pages change several times within the group, some items are
-  // deleted again, and a small filter grows a second sub-filter.
-  const auto items = Items(500, "same-");
-  auto run = [&](TestDb& t, bool grouped) {
-    auto& db = t.db();
-    REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(200), SmallPages()).ok());
-    std::optional<WriteGroup> group;
-    if (grouped) {
-      group.emplace(&t.engine(), &db.cache());
-    }
-    for (size_t i = 0; i < items.size(); ++i) {
-      (void)Add(db, In(group), "f", items[i], /*nx=*/i % 3 == 0);
-      if (i % 5 == 4) {
-        REQUIRE(db.CfDelete(In(group), 0, "f", items[i - 2], SmallPages()).ok());
+// Many commands on few pages of filter "f": pages change several times within a group, some
+// items are deleted again, and the small filter grows a second sub-filter. With grouped, they
+// run in one write group, committed after every commit_every commands; with hold_pages, every
+// cached page of the filter is also held (as by a reader) while each command runs.
+void MixedCommands(TestDb& t, bool grouped, const std::vector<std::string>& items,
+                   size_t commit_every, bool hold_pages) {
+  auto& db = t.db();
+  REQUIRE(db.CfReserve(kAlone, 0, "f", Reserve(200), SmallPages()).ok());
+  std::optional<WriteGroup> group;
+  if (grouped) {
+    group.emplace(&t.engine(), &db.cache());
+  }
+  std::vector<MemCache::Value> held;
+  auto hold = [&] {
+    held.clear();
+    auto info = db.CfInfo(In(group), 0, "f");
+    REQUIRE(info.ok());
+    const auto& filter = info->cuckoo.filter;
+    const std::string prefix = EncodePagePrefix(0, "f", info->version);  // (its own owner)
+    for (uint32_t f = 0; f < filter.num_filters; ++f) {
+      const uint64_t bytes = core::SubFilterBuckets(filter, f) * filter.bucket_size;
+      for (uint32_t page = 0; page * SmallPages().page_size < bytes; ++page) {
+        MemCache::Value v;
+        if (db.cache().GetShared(PageCacheKey(EncodePageKey(prefix, f, page)), &v) && v) {
+          held.push_back(std::move(v));
+        }
       }
-      if (grouped && i % 97 == 96) {
-        REQUIRE(group->Commit().ok());  // several commits of one group
-      }
-    }
-    if (grouped) {
-      REQUIRE(group->Commit().ok());
     }
   };
-  TestDb plain;
-  TestDb grouped;
-  run(plain, false);
-  run(grouped, true);
-  REQUIRE_FALSE(AllPages(plain.engine()).empty());
-  CheckSamePages(plain.engine(), grouped.engine());
-  auto ma = plain.db().CfInfo(kAlone, 0, "f");
-  auto mb = grouped.db().CfInfo(kAlone, 0, "f");
-  REQUIRE((ma.ok() && mb.ok()));
-  CHECK(ma->size == mb->size);
-  CHECK(ma->cuckoo.filter.num_filters == mb->cuckoo.filter.num_filters);
-  CHECK(ma->cuckoo.filter.num_filters > 1);
-  // And across a restart.
-  grouped.Reopen();
-  CHECK(Stored(grouped.db(), "f", items) == Stored(plain.db(), "f", items));
+  for (size_t i = 0; i < items.size(); ++i) {
+    if (grouped && hold_pages) {
+      hold();
+    }
+    (void)Add(db, In(group), "f", items[i], /*nx=*/i % 3 == 0);
+    if (i % 5 == 4) {
+      REQUIRE(db.CfDelete(In(group), 0, "f", items[i - 2], SmallPages()).ok());
+    }
+    if (grouped && i % commit_every == commit_every - 1) {
+      held.clear();
+      REQUIRE(group->Commit().ok());  // several commits of one group
+    }
+  }
+  held.clear();
+  if (grouped) {
+    REQUIRE(group->Commit().ok());
+  }
+}
+
+TEST_CASE("a group stores the same bytes as the same commands one by one", "[write_group]") {
+  const auto items = Items(500, "same-");
+  CheckGroupedSameAsPlain(
+      [&](TestDb& t, bool grouped) { MixedCommands(t, grouped, items, 97, false); }, items);
+}
+
+TEST_CASE("a group's changes to copies of held pages store the same bytes as one by one",
+          "[write_group]") {
+  // The first change of a page in a group is made on a copy (whose written buckets the group
+  // writes), and the group's later changes are made in place on that copy.
+  const auto items = Items(400, "held-");
+  CheckGroupedSameAsPlain(
+      [&](TestDb& t, bool grouped) { MixedCommands(t, grouped, items, 7, true); }, items);
 }
 
 TEST_CASE("a delete's compaction inside a group sees the pages the group changed",
@@ -419,6 +465,31 @@ TEST_CASE("a grouped insert changes a page only the cache holds in place, and co
   const std::string before = *held;
   MemCache::Value now;
 
+  // Another item whose primary bucket is on the same page.
+  auto another_on_page = [&](std::string_view prefix) {
+    for (int i = 0;; ++i) {
+      std::string probe = std::string(prefix) + std::to_string(i);
+      if (core::PrimaryBucket(core::HashItem(probe).hash, buckets) / per_page == page) {
+        return probe;
+      }
+    }
+  };
+  // After a restart, RocksDB holds the bytes of the page that the in-memory cache held: what
+  // the groups wrote is the bytes they changed, applied to the stored page.
+  auto check_stored_as_cached = [&] {
+    REQUIRE(t.db().cache().GetShared(cache_key, &now));
+    const std::string cached = *now;
+    now.reset();
+    t.Reopen();
+    const auto pages = PagesWithPrefix(t.engine(), FilterPrefix(t.db(), 0, "f"));
+    const auto stored = std::find_if(pages.begin(), pages.end(), [&](const RawPage& p) {
+      return p.key == std::string_view(cache_key).substr(1);
+    });
+    REQUIRE(stored != pages.end());
+    CHECK(stored->value == cached);
+    CHECK(Stored(t.db(), "f", seeds) == std::vector<uint64_t>(seeds.size(), 1));
+  };
+
   SECTION("nobody else holds the cache's value: the insert changes its bytes in place") {
     held.reset();
     WriteGroup group(&t.engine(), &t.db().cache());
@@ -429,19 +500,8 @@ TEST_CASE("a grouped insert changes a page only the cache holds in place, and co
     now.reset();
     CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{0});  // (not written yet)
     REQUIRE(group.Commit().ok());
-    // What the group wrote is the bytes it changed, applied to the stored page.
-    REQUIRE(t.db().cache().GetShared(cache_key, &now));
-    const std::string cached = *now;
-    now.reset();
     CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{1});
-    t.Reopen();
-    const auto pages = PagesWithPrefix(t.engine(), FilterPrefix(t.db(), 0, "f"));
-    const auto stored = std::find_if(pages.begin(), pages.end(), [&](const RawPage& p) {
-      return p.key == std::string_view(cache_key).substr(1);
-    });
-    REQUIRE(stored != pages.end());
-    CHECK(stored->value == cached);
-    CHECK(Stored(t.db(), "f", seeds) == std::vector<uint64_t>(seeds.size(), 1));
+    check_stored_as_cached();
   }
   SECTION("a reader holds the cache's value: the insert changes a copy") {
     WriteGroup group(&t.engine(), &t.db().cache());
@@ -455,23 +515,32 @@ TEST_CASE("a grouped insert changes a page only the cache holds in place, and co
     CHECK(*held == before);
     CHECK(Stored(t.db(), "f", {item}) == std::vector<uint64_t>{1});
   }
+  SECTION("a group that has queued its write lets the next group change its pages in place") {
+    held.reset();
+    const std::string second = another_on_page("next-");
+    WriteGroup first(&t.engine(), &t.db().cache());
+    CHECK(Add(t.db(), In(&first), "f", item, false, settings) == core::InsertResult::kInserted);
+    first.Seal();  // (queued, not yet waited for: another io thread's group runs meanwhile)
+    WriteGroup next(&t.engine(), &t.db().cache());
+    CHECK(Add(t.db(), In(&next), "f", second, false, settings) == core::InsertResult::kInserted);
+    REQUIRE(t.db().cache().GetShared(cache_key, &now));
+    CHECK(now.get() == value);  // (the same bytes, changed in place: no copy)
+    now.reset();
+    REQUIRE(first.Commit().ok());
+    REQUIRE(next.Commit().ok());
+    check_stored_as_cached();
+    CHECK(Stored(t.db(), "f", {item, second}) == std::vector<uint64_t>{1, 1});
+  }
   SECTION("a second command of the group adds its ranges to the page changed in place") {
     held.reset();
     // Another item on the same page, inserted by a later command of the same group.
-    std::string second;
-    for (int i = 0; second.empty(); ++i) {
-      const std::string probe = "second-" + std::to_string(i);
-      if (core::PrimaryBucket(core::HashItem(probe).hash, buckets) / per_page == page) {
-        second = probe;
-      }
-    }
+    const std::string second = another_on_page("second-");
     WriteGroup group(&t.engine(), &t.db().cache());
     CHECK(Add(t.db(), In(&group), "f", item, false, settings) == core::InsertResult::kInserted);
     CHECK(Add(t.db(), In(&group), "f", second, false, settings) == core::InsertResult::kInserted);
     REQUIRE(group.Commit().ok());
-    t.Reopen();
+    check_stored_as_cached();
     CHECK(Stored(t.db(), "f", {item, second}) == std::vector<uint64_t>{1, 1});
-    CHECK(Stored(t.db(), "f", seeds) == std::vector<uint64_t>(seeds.size(), 1));
   }
 }
 
