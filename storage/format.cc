@@ -119,6 +119,28 @@ std::string_view TypeName(KeyType type) {
 }
 
 uint16_t KeySlot(std::string_view key) {
+  // A write reads and writes records of its key under several encodings (its metadata key, its
+  // page prefix, their cache keys), each with the key's slot: the thread remembers the last
+  // key's, which a compare of the key finds again faster than its CRC16.
+  struct Last {
+    char key[64];
+    uint32_t size = UINT32_MAX;
+    uint16_t slot = 0;
+  };
+  thread_local Last last;
+  if (key.size() == last.size && std::memcmp(key.data(), last.key, key.size()) == 0) {
+    return last.slot;
+  }
+  const uint16_t slot = ComputeKeySlot(key);
+  if (key.size() <= sizeof(last.key)) {
+    std::memcpy(last.key, key.data(), key.size());
+    last.size = static_cast<uint32_t>(key.size());
+    last.slot = slot;
+  }
+  return slot;
+}
+
+uint16_t ComputeKeySlot(std::string_view key) {
   auto open = key.find('{');
   if (open != std::string_view::npos) {
     auto close = key.find('}', open + 1);

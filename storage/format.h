@@ -70,6 +70,8 @@ std::string_view TypeName(KeyType type);
 
 // Redis Cluster hash slot (CRC16-XMODEM of the hash tag or the whole key, mod 16384).
 uint16_t KeySlot(std::string_view key);
+// The same, always computed (KeySlot remembers the calling thread's last key and its slot).
+uint16_t ComputeKeySlot(std::string_view key);
 
 struct CuckooFields {
   core::FilterMeta filter;

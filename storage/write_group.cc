@@ -223,6 +223,12 @@ WriteGroup::Change& WriteGroup::ChangeOf(std::string_view cache_key, bool* fresh
 }
 
 bool WriteGroup::Lookup(std::string_view cache_key, MemCache::Value* value) const {
+  if (sealed_) {
+    // (Not asked while sealed: no command runs in a sealed group. Its pages' values are let
+    // go of at Seal, so the answer would be wrong; the cache and RocksDB, which settles the
+    // queued write first, answer instead.)
+    return false;
+  }
   const uint32_t i = keys_.Find(cache_key);
   if (i == kNone) {
     return false;

@@ -65,7 +65,8 @@ class WriteGroup {
 
   // ---- for Db and PageCache -------------------------------------------------------------------
   // The newest value of a cache key (MetaCacheKey / PageCacheKey) changed in this group; true
-  // when found (*value nullptr = absent, i.e. a deleted key or an all-zero page).
+  // when found (*value nullptr = absent, i.e. a deleted key or an all-zero page). Always false
+  // while the group is sealed.
   bool Lookup(std::string_view cache_key, MemCache::Value* value) const;
   // A page of the filter whose pages start with page_prefix changed: before = its bytes when
   // this command read it (nullptr: replaced without reading), after = its new bytes (nullptr:

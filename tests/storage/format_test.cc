@@ -235,6 +235,36 @@ TEST_CASE("KeySlot matches Redis Cluster's hash slots", "[format]") {
     CHECK(KeySlot("a{") == 14311);
     CHECK(KeySlot("foo{}{bar}") != KeySlot("bar"));
   }
+  SECTION("the slot remembered for the thread's last key is that key's") {
+    // Repeats, keys that differ in one byte, in length only, keys with a zero byte and keys too
+    // long to be remembered, in turn.
+    const std::string long_a(100, 'a');
+    std::string long_b = long_a;
+    long_b[99] = 'b';
+    const std::vector<std::string> keys = {"mk:1",
+                                           "mk:1",
+                                           "mk:2",
+                                           "mk:1",
+                                           "mk:10",
+                                           "mk:1",
+                                           "",
+                                           "",
+                                           long_a,
+                                           long_b,
+                                           long_a,
+                                           "a",
+                                           "a",
+                                           "{mk}1",
+                                           "{mk}2",
+                                           std::string("z\0y", 3),
+                                           std::string("z\0x", 3)};
+    for (int round = 0; round < 2; ++round) {
+      for (const auto& k : keys) {
+        CHECK(KeySlot(k) == ComputeKeySlot(k));
+      }
+    }
+    CHECK(KeySlot(std::string("z\0y", 3)) != KeySlot(std::string("z\0x", 3)));
+  }
   SECTION("slots are below 16384") {
     for (int i = 0; i < 2000; ++i) {
       CHECK(KeySlot("key:" + std::to_string(i)) < 16384);
