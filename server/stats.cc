@@ -44,7 +44,10 @@ LatencyHistogram::~LatencyHistogram() {
   }
 }
 
-void LatencyHistogram::Record(uint64_t micros) {
+void LatencyHistogram::Record(uint64_t micros, uint64_t n) {
+  if (n == 0) {
+    return;
+  }
   auto& slot = stripes_[StatStripe()];
   Buckets* buckets = slot.load(std::memory_order_acquire);
   if (buckets == nullptr) {
@@ -55,8 +58,8 @@ void LatencyHistogram::Record(uint64_t micros) {
       delete made;  // (another thread of the stripe made them first: buckets holds theirs)
     }
   }
-  (*buckets)[Index(micros)].fetch_add(1, std::memory_order_relaxed);
-  count_.Add(1);
+  (*buckets)[Index(micros)].fetch_add(n, std::memory_order_relaxed);
+  count_.Add(n);
 }
 
 uint64_t LatencyHistogram::Bucket(size_t i) const {

@@ -66,7 +66,9 @@ class LatencyHistogram {
   ~LatencyHistogram();
   LatencyHistogram(const LatencyHistogram&) = delete;
   LatencyHistogram& operator=(const LatencyHistogram&) = delete;
-  void Record(uint64_t micros);
+  void Record(uint64_t micros) { Record(micros, 1); }
+  // n records of the same value.
+  void Record(uint64_t micros, uint64_t n);
   // Percentile p in [0, 100] in microseconds (upper bound of its bucket), 0 when empty.
   double Percentile(double p) const;
   uint64_t count() const { return count_.load(std::memory_order_relaxed); }

@@ -345,6 +345,14 @@ struct MetaSlot {
   std::shared_ptr<const Db::MetaView> view;  // null = no such key
 };
 constexpr size_t kMetaSlots = 8192;
+thread_local std::array<MetaSlot, kMetaSlots> t_meta_slots;
+// The slot of key in namespace ns, found from the key itself: its cache key ('m', ns, the key's
+// cluster slot, the key) is built only when the slot does not hold it, so a lookup that finds
+// its slot computes no CRC16 for the key's cluster slot.
+MetaSlot& MetaSlotOf(uint16_t ns, std::string_view key) {
+  const size_t h = std::hash<std::string_view>{}(key) ^ (size_t{ns} * 0x9E3779B97F4A7C15ULL);
+  return t_meta_slots[h % kMetaSlots];
+}
 // A MetaView::id: the thread's number in the high bits, a count in the low ones.
 uint64_t NewViewId() {
   static std::atomic<uint64_t> next_thread{1};
@@ -352,7 +360,6 @@ uint64_t NewViewId() {
   thread_local uint64_t count = 0;
   return base | (++count & ((uint64_t{1} << 40) - 1));
 }
-thread_local std::array<MetaSlot, kMetaSlots> t_meta_slots;
 thread_local std::string t_meta_cache_key;
 
 }  // namespace
@@ -402,9 +409,14 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
     return view.ok() ? StatusOr<ViewPtr>(live(*view)) : view;
   }
   std::string& ck = t_meta_cache_key;
-  ck.assign(1, 'm');
-  AppendMetaKey(&ck, ns, key);
   MemCache::Value raw;
+  auto build_ck = [&] {
+    ck.assign(1, 'm');
+    AppendMetaKey(&ck, ns, key);
+  };
+  if (scope.group != nullptr) {
+    build_ck();
+  }
   if (auto* group = scope.group; group != nullptr && group->Lookup(ck, &raw)) {
     // Written by an earlier command of the scope's write group (not in the cache yet).
     if (!raw) {
@@ -413,9 +425,13 @@ StatusOr<std::shared_ptr<const Db::MetaView>> Db::LookupMeta(const Scope& scope,
     auto view = make_view(*raw);
     return view.ok() ? StatusOr<ViewPtr>(live(*view)) : view;
   }
-  MetaSlot& slot = t_meta_slots[std::hash<std::string_view>{}(ck) % kMetaSlots];
-  if (slot.cache_id == mem_.id() && slot.stamp.Valid() && slot.cache_key == ck) {
+  MetaSlot& slot = MetaSlotOf(ns, key);
+  if (slot.cache_id == mem_.id() && slot.stamp.Valid() &&
+      IsMetaCacheKeyOf(slot.cache_key, ns, key)) {
     return live(slot.view);
+  }
+  if (scope.group == nullptr) {
+    build_ck();
   }
   uint64_t epoch = 0;
   if (!mem_.GetShared(ck, &raw, &epoch)) {  // (epoch: taken before RocksDB is read)

@@ -237,6 +237,13 @@ inline std::string MetaCacheKey(std::string_view meta_key) {
   k.append(meta_key);
   return k;
 }
+// Whether cache_key is MetaCacheKey(EncodeMetaKey(ns, key)), without computing the key's
+// cluster slot (which that key holds between the namespace and the key).
+inline bool IsMetaCacheKeyOf(std::string_view cache_key, uint16_t ns, std::string_view key) {
+  return cache_key.size() == 5 + key.size() && cache_key[0] == 'm' &&
+         static_cast<uint8_t>(cache_key[1]) == (ns >> 8) &&
+         static_cast<uint8_t>(cache_key[2]) == (ns & 0xff) && cache_key.substr(5) == key;
+}
 inline std::string PageCacheKey(std::string_view page_key) {
   std::string k;
   k.reserve(page_key.size() + 1);

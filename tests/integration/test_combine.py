@@ -137,6 +137,30 @@ def test_calls_in_multi_are_queued_one_by_one_and_config_set_turns_combining_off
     c.close()
 
 
+def test_every_call_of_a_run_across_keys_is_counted_and_logged(fresh_server):
+    """A run of lookups across keys counts each call as a command of its own: its calls in INFO
+    commandstats and total_commands_processed, and one SLOWLOG entry each. (Errors in runs:
+    test_reads_of_different_keys_answer_as_calls_one_by_one.)"""
+    srv = fresh_server()
+    c = RawClient(srv.port)
+    for i in range(4):
+        assert c.call("CF.RESERVE", "k%d" % i, "1000") == b"+OK\r\n"
+    assert c.call("CONFIG", "SET", "slowlog-log-slower-than", "0") == b"+OK\r\n"
+    assert c.call("SLOWLOG", "RESET") == b"+OK\r\n"
+    before = int(info_fields(srv.port, "stats")["total_commands_processed"])
+    calls = [["CF.EXISTS", "k%d" % (i % 4), "x%d" % i] for i in range(10)]
+    c.send_raw(b"".join(encode(call) for call in calls))
+    assert [c.read_reply() for _ in calls] == [b":0\r\n"] * 10
+    stats = info_fields(srv.port, "stats")
+    assert stats["combined_calls"] == "10" and stats["combined_runs"] == "1"
+    # (+1: the INFO that read `before`)
+    assert int(stats["total_commands_processed"]) == before + 1 + 10
+    assert call_counts(srv.port)["cmdstat_cf.exists"] == ("10", "0", "0")
+    log = c.call("SLOWLOG", "GET", "100")
+    assert log.count(b"\r\nCF.EXISTS\r\n") == 10
+    c.close()
+
+
 def reads_across_keys_session(seed, protocol):
     """Filters of several shapes (one page, many pages, sub-filters, a long chain), a string key,
     keys that expire or have expired and keys never made; then pipelined runs of CF.EXISTS and

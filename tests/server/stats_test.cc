@@ -95,6 +95,24 @@ TEST_CASE("LatencyHistogram counts every Record from concurrent threads", "[stat
   CheckNear(h.Percentile(50), 5000);
 }
 
+TEST_CASE("LatencyHistogram's n records of a value count as n single records", "[stats]") {
+  LatencyHistogram one_by_one;
+  LatencyHistogram at_once;
+  const std::vector<std::pair<uint64_t, uint64_t>> records = {{3, 5}, {120, 1}, {4000, 7}, {9, 0}};
+  for (const auto& [micros, n] : records) {
+    for (uint64_t i = 0; i < n; ++i) {
+      one_by_one.Record(micros);
+    }
+    at_once.Record(micros, n);
+  }
+  CHECK(at_once.count() == 13);
+  CHECK(at_once.count() == one_by_one.count());
+  for (double p : {0.0, 10.0, 38.0, 40.0, 50.0, 90.0, 100.0}) {
+    CHECK(at_once.Percentile(p) == one_by_one.Percentile(p));
+  }
+  CHECK(at_once.Percentile(100) > at_once.Percentile(10));
+}
+
 TEST_CASE("Stats::For returns the same object for a name until the end", "[stats]") {
   Stats s;
   CommandStats& a = s.For("cf.add");

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "storage/format.h"
 #include "storage/page_handles.h"
 
 namespace cuckood::storage {
@@ -27,6 +28,23 @@ void JoinReadersThenWriters(std::vector<std::thread>& threads, std::atomic<bool>
   stop.store(true);
   threads[0].join();
   threads[1].join();
+}
+
+TEST_CASE("IsMetaCacheKeyOf tells a metadata cache key's namespace and key", "[mem_cache]") {
+  const std::vector<uint16_t> namespaces = {0, 1, 256, 257, 0xffff};
+  const std::vector<std::string> keys = {
+      "", "f", "g", "ff", "{f}", "mk:000000000001", std::string("f\0", 2), std::string(300, 'k')};
+  for (uint16_t ns : namespaces) {
+    for (const auto& key : keys) {
+      const std::string cache_key = MetaCacheKey(EncodeMetaKey(ns, key));
+      for (uint16_t other_ns : namespaces) {
+        for (const auto& other : keys) {
+          CHECK(IsMetaCacheKeyOf(cache_key, other_ns, other) == (ns == other_ns && key == other));
+        }
+      }
+      CHECK_FALSE(IsMetaCacheKeyOf(PageCacheKey(EncodeMetaKey(ns, key)), ns, key));
+    }
+  }
 }
 
 TEST_CASE("MemCache: hits, known-absent entries and misses", "[mem_cache]") {
