@@ -353,8 +353,7 @@ void Dispatcher::AccountRun(const CommandSpec& spec, Client& client, std::span<c
   // Each call counts as a command of its own, as AccountCall counts one, with the run's time
   // shared out so that the calls' times add up to the run's (the first micros % n calls one
   // microsecond more): the counters and the histogram are added to once per run, not per call.
-  auto found = command_stats_.find(&spec);
-  auto& cs = found != command_stats_.end() ? *found->second : stats.For(spec.name);
+  CommandStats& cs = StatsOf(spec);
   const uint64_t share = micros / n;
   const uint64_t longer = micros % n;
   cs.calls += n;
@@ -372,16 +371,29 @@ void Dispatcher::AccountRun(const CommandSpec& spec, Client& client, std::span<c
           starts[i] + 1, (end == std::string::npos ? bytes.size() : end) - starts[i] - 1));
     }
   }
-  const int64_t threshold = server_.live_config().slowlog_threshold();
-  if (threshold >= 0 && static_cast<int64_t>(share + (longer > 0 ? 1 : 0)) >= threshold &&
-      !(spec.flags & kSkipSlowlog)) {
+  if (Slow(spec, share + (longer > 0 ? 1 : 0))) {
     for (size_t i = 0; i < n; ++i) {
-      const uint64_t call_micros = share + (i < longer ? 1 : 0);
-      if (static_cast<int64_t>(call_micros) >= threshold) {
-        server_.slowlog().Add(client, calls[i], static_cast<int64_t>(call_micros),
-                              server_.live_config().slowlog_max_len());
-      }
+      LogIfSlow(spec, client, calls[i], share + (i < longer ? 1 : 0));
     }
+  }
+}
+
+CommandStats& Dispatcher::StatsOf(const CommandSpec& spec) {
+  auto found = command_stats_.find(&spec);
+  return found != command_stats_.end() ? *found->second : server_.stats().For(spec.name);
+}
+
+bool Dispatcher::Slow(const CommandSpec& spec, uint64_t micros) const {
+  const int64_t threshold = server_.live_config().slowlog_threshold();
+  return threshold >= 0 && static_cast<int64_t>(micros) >= threshold &&
+         !(spec.flags & kSkipSlowlog);
+}
+
+void Dispatcher::LogIfSlow(const CommandSpec& spec, Client& client, const Argv& argv,
+                           uint64_t micros) {
+  if (Slow(spec, micros)) {
+    server_.slowlog().Add(client, argv, static_cast<int64_t>(micros),
+                          server_.live_config().slowlog_max_len());
   }
 }
 
@@ -454,8 +466,7 @@ void Dispatcher::Account(const CommandSpec& spec, Client& client, const Argv& ar
 void Dispatcher::AccountCall(const CommandSpec& spec, Client& client, const Argv& argv,
                              std::optional<std::string_view> error, uint64_t micros) {
   Stats& stats = server_.stats();
-  auto found = command_stats_.find(&spec);
-  auto& cs = found != command_stats_.end() ? *found->second : stats.For(spec.name);
+  CommandStats& cs = StatsOf(spec);
   cs.calls++;
   cs.usec += micros;
   cs.latency.Record(micros);
@@ -465,11 +476,7 @@ void Dispatcher::AccountCall(const CommandSpec& spec, Client& client, const Argv
     stats.CountError(*error);
   }
   client.last_command = spec.name;
-  const int64_t threshold = server_.live_config().slowlog_threshold();
-  if (threshold >= 0 && static_cast<int64_t>(micros) >= threshold && !(spec.flags & kSkipSlowlog)) {
-    server_.slowlog().Add(client, argv, static_cast<int64_t>(micros),
-                          server_.live_config().slowlog_max_len());
-  }
+  LogIfSlow(spec, client, argv, micros);
 }
 
 void Dispatcher::Pause(std::chrono::steady_clock::time_point until, bool all) {

@@ -108,6 +108,11 @@ class Dispatcher {
   void Account(const CommandSpec& spec, Client& client, const Argv& argv, resp::Writer& out,
                size_t before, std::chrono::steady_clock::time_point start);
   // Counts one call that took micros and answered error (nullopt: not an error reply).
+  // The statistics of a command (this dispatcher's map of them, else the server's by name).
+  CommandStats& StatsOf(const CommandSpec& spec);
+  // Whether a call of spec that took micros goes to the slow log; LogIfSlow adds it then.
+  bool Slow(const CommandSpec& spec, uint64_t micros) const;
+  void LogIfSlow(const CommandSpec& spec, Client& client, const Argv& argv, uint64_t micros);
   void AccountCall(const CommandSpec& spec, Client& client, const Argv& argv,
                    std::optional<std::string_view> error, uint64_t micros);
   // The combined run of DispatchCombined, once its checks passed.

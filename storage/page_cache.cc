@@ -538,13 +538,12 @@ void PageCache::MarkDirty(Page* p) {
       p->bytes.assign(*p->shared);
       p->before = std::move(p->shared);
       p->shared.reset();
-      p->ranges_complete = group_ != nullptr;
-      p->copy_ranges_used = 0;
     } else if (!p->whole) {
       p->before = std::make_shared<std::string>(PageBuffer(p->bytes));
-      p->ranges_complete = group_ != nullptr;
-      p->copy_ranges_used = 0;
     }
+    // (a copy with its bytes from before: Write records the buckets it hands out)
+    p->ranges_complete = group_ != nullptr && p->before != nullptr;
+    p->copy_ranges_used = 0;
     ++dirty_pages_;
   }
 }
