@@ -518,6 +518,11 @@ std::vector<OptionRow> BuildTable() {
           "replies, data and statistics as one by one",
           true, &C::combine_commands),
       OptionEffect::kHotSettings));
+  t.push_back(BoolRow("malloc-huge-pages",
+                      "glibc's malloc keeps one arena and asks for transparent huge pages for it "
+                      "(GLIBC_TUNABLES, set by the server starting itself again once): the "
+                      "in-memory cache is read at random over hundreds of MiB",
+                      false, &C::malloc_huge_pages));
   t.push_back(MemoryRow("block-cache-size", "RocksDB block cache size", false, &C::block_cache_size,
                         kMiB, kInt64Max));
   t.push_back(MemoryRow("write-buffer-size", "RocksDB memtable size", false, &C::write_buffer_size,

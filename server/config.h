@@ -23,8 +23,9 @@ struct Config {
   // DEBUG: yes, no, local (loopback clients only). Redis 7 defaults to no; cuckood to local, so
   // DEBUG RELOAD / SLEEP work for tests and tools on the same host and nowhere else.
   std::string enable_debug_command = "local";
-  bool group_commit = true;      // pipelined filter writes share RocksDB writes
-  bool combine_commands = true;  // consecutive pipelined calls on one key run as one
+  bool group_commit = true;       // pipelined filter writes share RocksDB writes
+  bool combine_commands = true;   // consecutive pipelined calls on one key run as one
+  bool malloc_huge_pages = true;  // glibc's malloc: one arena in transparent huge pages
   std::string appendfsync = "everysec";
   int maxclients = 10000;
   int timeout = 0;  // seconds of idleness before a client is closed; 0 = never

@@ -5,9 +5,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <string>
 
 #include "server/config.h"
 #include "server/live_config.h"
@@ -54,6 +56,41 @@ int CompactOffline(const cuckood::server::Config& cfg) {
   return 0;
 }
 
+// glibc's allocator, set for the in-memory cache (malloc-huge-pages; docs/benchmarks/README.md):
+// one arena, whose memory glibc asks the kernel to back with transparent huge pages. The cache's
+// pages and index are hundreds of MiB read at random, and with 4 KiB pages nearly every lookup
+// also missed the TLB. glibc reads these settings (GLIBC_TUNABLES) only when a process starts,
+// so the server executes itself again, once, with them added: the same pid, arguments and open
+// descriptors. An operator's own glibc.malloc.hugetlb or arena_max setting is left as it is;
+// when the executable cannot be run again, the server goes on with glibc's defaults.
+void TuneAllocator(char** argv) {
+  static constexpr char kTunables[] = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1";
+  const char* now = std::getenv("GLIBC_TUNABLES");
+  const std::string have = now != nullptr ? now : "";
+  if (have.find("glibc.malloc.hugetlb=") != std::string::npos ||
+      have.find("glibc.malloc.arena_max=") != std::string::npos) {
+    return;  // (set already: by the operator, or by this function before the exec)
+  }
+  char exe[4096] = {0};
+  // (the real path, not /proc/self/exe: the process's name, as ps and pgrep show it, is the
+  // executable's file name)
+  if (readlink("/proc/self/exe", exe, sizeof(exe) - 1) <= 0 || access(exe, X_OK) != 0) {
+    return;
+  }
+  const std::string want = have.empty() ? kTunables : have + ":" + kTunables;
+  if (setenv("GLIBC_TUNABLES", want.c_str(), 1) != 0) {
+    return;
+  }
+  std::fflush(nullptr);
+  execv(exe, argv);
+  // (not run again: the environment goes back to what it was)
+  if (now != nullptr) {
+    setenv("GLIBC_TUNABLES", have.c_str(), 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +115,9 @@ int main(int argc, char** argv) {
   }
   if (compact_mode) {
     return CompactOffline(cfg);
+  }
+  if (cfg.malloc_huge_pages) {
+    TuneAllocator(argv);
   }
   try {
     SetupLogging(cfg);

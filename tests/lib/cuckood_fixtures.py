@@ -22,8 +22,9 @@ def fresh_server(tmp_path):
     """A server of its own, for tests that restart it or change its configuration."""
     procs = []
 
-    def make(*extra_args, data_dir=None):
-        p = CuckoodProcess(str(data_dir or tmp_path / "data"), extra_args=list(extra_args))
+    def make(*extra_args, data_dir=None, env=None):
+        p = CuckoodProcess(str(data_dir or tmp_path / "data"), extra_args=list(extra_args),
+                           env=env)
         p.start()
         procs.append(p)
         return p

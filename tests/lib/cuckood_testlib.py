@@ -23,10 +23,11 @@ def free_port():
 
 
 class CuckoodProcess:
-    def __init__(self, data_dir, port=None, extra_args=None):
+    def __init__(self, data_dir, port=None, extra_args=None, env=None):
         self.data_dir = data_dir
         self.port = port or free_port()
         self.extra_args = extra_args or []
+        self.env = env  # variables added to (None: removed from) the test's environment
         self.proc = None
         self.log_path = data_dir.rstrip("/") + ".log"
 
@@ -34,7 +35,15 @@ class CuckoodProcess:
         args = [binary(), "--port", str(self.port), "--dir", self.data_dir, "--workers", "2",
                 "--loglevel", "notice"] + self.extra_args
         self.log = open(self.log_path, "ab")
-        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT)
+        env = None
+        if self.env is not None:
+            env = dict(os.environ)
+            for k, v in self.env.items():
+                if v is None:
+                    env.pop(k, None)
+                else:
+                    env[k] = v
+        self.proc = subprocess.Popen(args, stdout=self.log, stderr=subprocess.STDOUT, env=env)
         deadline = time.time() + timeout
         while time.time() < deadline:
             if self.proc.poll() is not None:
