@@ -28,6 +28,25 @@
 namespace cuckood::server {
 namespace {
 
+// INFO memory mem_allocator: glibc's malloc, or a sanitizer's allocator in a sanitized build
+// (whose memory glibc's settings, malloc-huge-pages, do not reach). (GCC says so with
+// __SANITIZE_*__, clang with __has_feature.)
+#if defined(__SANITIZE_ADDRESS__)
+constexpr const char* kAllocator = "asan";
+#elif defined(__SANITIZE_THREAD__)
+constexpr const char* kAllocator = "tsan";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr const char* kAllocator = "asan";
+#elif __has_feature(thread_sanitizer)
+constexpr const char* kAllocator = "tsan";
+#else
+constexpr const char* kAllocator = "libc";
+#endif
+#else
+constexpr const char* kAllocator = "libc";
+#endif
+
 constexpr std::array<std::string_view, 14> kSectionOrder = {
     "server",  "clients",      "memory",     "persistence",  "stats",   "replication", "cpu",
     "modules", "commandstats", "errorstats", "latencystats", "cluster", "keyspace",    "rocksdb"};
@@ -152,7 +171,7 @@ void MemorySection(Server& server, Lines& l) {
   l.Add("mem_clients_slaves", 0);
   l.Add("mem_clients_normal", 0);
   l.Add("mem_aof_buffer", 0);
-  l.Add("mem_allocator", "libc");
+  l.Add("mem_allocator", kAllocator);
   l.Add("active_defrag_running", 0);
   l.Add("lazyfree_pending_objects", 0);
   l.Add("lazyfreed_objects", 0);
