@@ -61,10 +61,21 @@ int CompactOffline(const cuckood::server::Config& cfg) {
 // pages and index are hundreds of MiB read at random, and with 4 KiB pages nearly every lookup
 // also missed the TLB. glibc reads these settings (GLIBC_TUNABLES) only when a process starts,
 // so the server executes itself again, once, with them added: the same pid, arguments and open
-// descriptors. An operator's own glibc.malloc.hugetlb or arena_max setting is left as it is;
-// when the executable cannot be run again, the server goes on with glibc's defaults.
+// descriptors. An operator's own glibc.malloc.hugetlb or arena_max setting is left as it is, as
+// is a process with LD_PRELOAD set (a preloaded allocator or tool); when the executable cannot be
+// run again, the server goes on with glibc's defaults.
 void TuneAllocator(char** argv) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  return;  // (a sanitizer's allocator serves: glibc's settings do not reach it)
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+  return;
+#endif
+#endif
   static constexpr char kTunables[] = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1";
+  if (const char* preload = std::getenv("LD_PRELOAD"); preload != nullptr && *preload != 0) {
+    return;  // (a preloaded allocator or tool, such as valgrind's: left as the operator set it)
+  }
   const char* now = std::getenv("GLIBC_TUNABLES");
   const std::string have = now != nullptr ? now : "";
   if (have.find("glibc.malloc.hugetlb=") != std::string::npos ||

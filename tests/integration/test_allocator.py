@@ -98,3 +98,17 @@ def test_other_tunables_are_kept_beside_the_servers(fresh_server):
     assert r.info("server")["process_id"] == proc.proc.pid
     load(r)
     assert thread_arenas(proc.proc.pid) == 0
+
+
+def test_a_preloaded_library_is_left_alone(fresh_server, tmp_path):
+    # (an allocator or tool the operator preloads, e.g. jemalloc or valgrind's: glibc's malloc
+    # may not be what serves, so the server does not execute itself again)
+    import ctypes.util
+    libm = ctypes.util.find_library("m")
+    if libm is None:
+        pytest.skip("no libm to preload")
+    proc = fresh_server(env={"GLIBC_TUNABLES": None, "LD_PRELOAD": libm})
+    r = client(proc)
+    assert r.info("server")["process_id"] == proc.proc.pid
+    load(r)
+    assert thread_arenas(proc.proc.pid) > 0
