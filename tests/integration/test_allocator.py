@@ -7,6 +7,10 @@ import redis
 from cuckood_testlib import binary
 
 
+# Neither glibc settings nor preloaded libraries from the test's own environment.
+CLEAN = {"GLIBC_TUNABLES": None, "LD_PRELOAD": None}
+
+
 def thread_arenas(pid):
     """glibc's arenas besides the main one: each is a 64 MiB-aligned anonymous reservation of
     64 MiB (its used part read-write, the rest inaccessible), which a thread's first allocation
@@ -55,7 +59,7 @@ def client(proc, glibc=True):
 
 
 def test_default_sets_the_allocator_and_keeps_pid_and_name(fresh_server):
-    proc = fresh_server(env={"GLIBC_TUNABLES": None})
+    proc = fresh_server(env=CLEAN)
     r = client(proc, glibc=False)
     # The process the test started is the one serving (execv keeps the pid).
     assert r.info("server")["process_id"] == proc.proc.pid
@@ -74,7 +78,7 @@ def test_default_sets_the_allocator_and_keeps_pid_and_name(fresh_server):
 
 
 def test_no_leaves_glibc_defaults(fresh_server):
-    proc = fresh_server("--malloc-huge-pages", "no", env={"GLIBC_TUNABLES": None})
+    proc = fresh_server("--malloc-huge-pages", "no", env=CLEAN)
     r = client(proc)
     assert r.info("server")["process_id"] == proc.proc.pid
     assert r.config_get("malloc-huge-pages") == {"malloc-huge-pages": "no"}
@@ -85,7 +89,7 @@ def test_no_leaves_glibc_defaults(fresh_server):
 
 
 def test_operator_setting_is_kept(fresh_server):
-    proc = fresh_server(env={"GLIBC_TUNABLES": "glibc.malloc.hugetlb=0"})
+    proc = fresh_server(env=dict(CLEAN, GLIBC_TUNABLES="glibc.malloc.hugetlb=0"))
     r = client(proc)
     assert r.info("server")["process_id"] == proc.proc.pid
     load(r)
@@ -93,7 +97,7 @@ def test_operator_setting_is_kept(fresh_server):
 
 
 def test_other_tunables_are_kept_beside_the_servers(fresh_server):
-    proc = fresh_server(env={"GLIBC_TUNABLES": "glibc.malloc.tcache_count=7"})
+    proc = fresh_server(env=dict(CLEAN, GLIBC_TUNABLES="glibc.malloc.tcache_count=7"))
     r = client(proc)
     assert r.info("server")["process_id"] == proc.proc.pid
     load(r)
