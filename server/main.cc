@@ -11,6 +11,7 @@
 #include <iostream>
 #include <string>
 
+#include "core/sanitizers.h"
 #include "server/config.h"
 #include "server/live_config.h"
 #include "server/server.h"
@@ -65,13 +66,9 @@ int CompactOffline(const cuckood::server::Config& cfg) {
 // is a process with LD_PRELOAD set (a preloaded allocator or tool); when the executable cannot be
 // run again, the server goes on with glibc's defaults.
 void TuneAllocator(char** argv) {
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  return;  // (a sanitizer's allocator serves: glibc's settings do not reach it)
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-  return;
-#endif
-#endif
+  if (cuckood::core::kSanitized) {
+    return;  // (a sanitizer's allocator serves: glibc's settings do not reach it)
+  }
   static constexpr char kTunables[] = "glibc.malloc.hugetlb=1:glibc.malloc.arena_max=1";
   if (const char* preload = std::getenv("LD_PRELOAD"); preload != nullptr && *preload != 0) {
     return;  // (a preloaded allocator or tool, such as valgrind's: left as the operator set it)

@@ -7,27 +7,16 @@
 #include <utility>
 #include <vector>
 
+#include "core/sanitizers.h"
+
 namespace cuckood::storage {
 
 namespace {
 
-// (GCC says so with __SANITIZE_*__, clang with __has_feature.)
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define CUCKOOD_SANITIZED 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUCKOOD_SANITIZED 1
-#endif
-#endif
-
-#ifdef CUCKOOD_SANITIZED
-// ThreadSanitizer does not model the fence in RecycleValue (it reported the reuse of a value
-// whose last other owner had read it and then dropped its reference as a race), and
-// AddressSanitizer should see every buffer freed.
-constexpr bool kPools = false;
-#else
-constexpr bool kPools = true;
-#endif
+// Not in sanitized builds: ThreadSanitizer does not model the fence in RecycleValue (it reported
+// the reuse of a value whose last other owner had read it and then dropped its reference as a
+// race), and AddressSanitizer should see every buffer freed.
+constexpr bool kPools = !core::kSanitized;
 
 // ---- page buffers ----------------------------------------------------------------------------
 

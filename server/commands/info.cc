@@ -17,6 +17,7 @@
 #include <set>
 #include <string>
 
+#include "core/sanitizers.h"
 #include "server/command.h"
 #include "server/commands/family.h"
 #include "server/connection.h"
@@ -27,25 +28,6 @@
 
 namespace cuckood::server {
 namespace {
-
-// INFO memory mem_allocator: glibc's malloc, or a sanitizer's allocator in a sanitized build
-// (whose memory glibc's settings, malloc-huge-pages, do not reach). (GCC says so with
-// __SANITIZE_*__, clang with __has_feature.)
-#if defined(__SANITIZE_ADDRESS__)
-constexpr const char* kAllocator = "asan";
-#elif defined(__SANITIZE_THREAD__)
-constexpr const char* kAllocator = "tsan";
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr const char* kAllocator = "asan";
-#elif __has_feature(thread_sanitizer)
-constexpr const char* kAllocator = "tsan";
-#else
-constexpr const char* kAllocator = "libc";
-#endif
-#else
-constexpr const char* kAllocator = "libc";
-#endif
 
 constexpr std::array<std::string_view, 14> kSectionOrder = {
     "server",  "clients",      "memory",     "persistence",  "stats",   "replication", "cpu",
@@ -171,7 +153,8 @@ void MemorySection(Server& server, Lines& l) {
   l.Add("mem_clients_slaves", 0);
   l.Add("mem_clients_normal", 0);
   l.Add("mem_aof_buffer", 0);
-  l.Add("mem_allocator", kAllocator);
+  // (a sanitized build's allocator is the sanitizer's: malloc-huge-pages does not reach it)
+  l.Add("mem_allocator", core::kSanitized ? core::kSanitizer : "libc");
   l.Add("active_defrag_running", 0);
   l.Add("lazyfree_pending_objects", 0);
   l.Add("lazyfreed_objects", 0);

@@ -1,5 +1,6 @@
 """malloc-huge-pages: the server starts itself again once with glibc's allocator settings
 (GLIBC_TUNABLES), keeping its pid and name, and leaves an operator's own settings alone."""
+import ctypes.util
 import os
 
 import pytest
@@ -104,14 +105,13 @@ def test_other_tunables_are_kept_beside_the_servers(fresh_server):
     assert thread_arenas(proc.proc.pid) == 0
 
 
-def test_a_preloaded_library_is_left_alone(fresh_server, tmp_path):
+def test_a_preloaded_library_is_left_alone(fresh_server):
     # (an allocator or tool the operator preloads, e.g. jemalloc or valgrind's: glibc's malloc
     # may not be what serves, so the server does not execute itself again)
-    import ctypes.util
     libm = ctypes.util.find_library("m")
     if libm is None:
         pytest.skip("no libm to preload")
-    proc = fresh_server(env={"GLIBC_TUNABLES": None, "LD_PRELOAD": libm})
+    proc = fresh_server(env=dict(CLEAN, LD_PRELOAD=libm))
     r = client(proc)
     assert r.info("server")["process_id"] == proc.proc.pid
     load(r)
