@@ -1,18 +1,21 @@
 #!/usr/bin/env python3
 """Long chains of sub-filters: insert and lookup cost per item as one filter grows.
 
-    bench/chain.py [--sizes 1,64,4096,65535] [--probe 200] [--big 140000] [--out docs/benchmarks/chain.md]
+    bench/chain.py [--sizes 1,64,4096,65535] [--probe 200] [--copies 5] [--big 140000] [--out FILE]
 
-One filter, `CF.RESERVE chain 2 BUCKETSIZE 1 EXPANSION 1` (each sub-filter holds two
-fingerprints, so every two items append one), on a fresh cuckood with cf-max-expansions 65535.
-The filter is grown with CF.INSERT batches; at each size of the chain a probe measures, per item:
-  - insert: CF.INSERT of --probe new items (which also grows the chain a little),
-  - lookup, present: CF.MEXISTS of --probe items inserted earlier, spread over the chain,
+Filters of one shape, `CF.RESERVE chain 2 BUCKETSIZE 1 EXPANSION 1` (each sub-filter holds two
+fingerprints, so every two items append one), on a fresh cuckood with cf-max-expansions 65535:
+`chain` and --copies - 1 more (`chain1`, ...) grown the same way, by CF.INSERT batches. At each
+size of the chains a probe measures, per item:
+  - insert: CF.INSERT of --probe new items into each copy in turn (which also grows it a little;
+    an insert changes its chain, so it cannot be run twice on the same one: the copies give it
+    the five runs the lookups get),
+  - lookup, present: CF.MEXISTS of --probe items inserted earlier into `chain`, spread over it,
   - lookup, absent: CF.MEXISTS of --probe items never inserted (every sub-filter is checked).
-Each figure is the wall time of the command and the server's CPU time (from /proc), per item;
-the lookups are run five times and the medians taken (the insert changes the chain: once). Each
-probe starts once the server runs no RocksDB flush or compaction (INFO), so that the background
-work of the growth before it is not counted in its one insert.
+Each figure is the wall time of the command and the server's CPU time (from /proc), per item:
+the median of --copies inserts, of five runs of each lookup. Each insert starts once the server
+runs no RocksDB flush or compaction (INFO), so that the background work of the growth before it
+is not counted in it.
 The table ends with the ratio of the cost at the largest size to the cost at 64 sub-filters, and
 the time of one CF.INSERT of --big items into a fresh filter of the same shape (it grows to the
 65,535 sub-filters RedisBloom allows). bench/run runs this too and puts the table in results.md.
@@ -69,12 +72,17 @@ def measure(c, pid, *cmd, repeat=1):
         reply = c.call(*cmd)
         walls.append(time.perf_counter() - t0)
         cpus.append(server_cpu(pid) - c0)
-    return reply, sorted(walls)[len(walls) // 2], sorted(cpus)[len(cpus) // 2]
+    return reply, median(walls), median(cpus)
 
 
-def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000):
-    """Grows one filter through `sizes` (measuring at each) and then times one CF.INSERT of
-    big_items items into a fresh filter of the same shape (0 = skip). Returns a dict."""
+def median(values):
+    return sorted(values)[len(values) // 2]
+
+
+def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
+    """Grows `copies` filters of one shape through `sizes` (measuring at each) and then times
+    one CF.INSERT of big_items items into a fresh filter of the same shape (0 = skip). Returns a
+    dict."""
     tmp = tempfile.mkdtemp(prefix="cuckood-chain-")
     srv = bench.Server("cuckood", lambda port: [cuckood, "--bind", bench.HOST, "--port", str(port),
                                                  "--dir", os.path.join(tmp, "data"),
@@ -85,28 +93,38 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000):
     try:
         srv.start()
         c = srv.client()
-        c.call("CF.RESERVE", "chain", "2", "BUCKETSIZE", "1", "EXPANSION", "1")
+        keys = ["chain"] + ["chain%d" % i for i in range(1, max(1, copies))]
+        for key in keys:
+            c.call("CF.RESERVE", key, "2", "BUCKETSIZE", "1", "EXPANSION", "1")
         added = 0
-        inserted = []
+        inserted = []  # (the items of `chain`)
         t_start = time.monotonic()
         for size in sizes:
-            # Grow to just below the size; the insert probe then takes it past it.
-            while True:
-                nf = num_filters(c)
-                need = 2 * (size - nf) - probe  # (about two items a sub-filter)
-                if nf + probe // 4 >= size or need <= 0:
-                    break
-                n = min(batch, max(1, need))
-                items = ["g%d" % (added + i) for i in range(n)]
-                c.call("CF.INSERT", "chain", "ITEMS", *items)
-                inserted += items
-                added += n
+            # Grow each copy to just below the size; the insert probe then takes it past it.
+            for key in keys:
+                while True:
+                    nf = num_filters_of(c, key)
+                    need = 2 * (size - nf) - probe  # (about two items a sub-filter)
+                    if nf + probe // 4 >= size or need <= 0:
+                        break
+                    n = min(batch, max(1, need))
+                    items = ["g%d" % (added + i) for i in range(n)]
+                    c.call("CF.INSERT", key, "ITEMS", *items)
+                    if key == "chain":
+                        inserted += items
+                    added += n
             before = num_filters(c)
-            settle(c)
-            items = ["p%d" % (added + i) for i in range(probe)]
-            _, ins_wall, ins_cpu = measure(c, srv.proc.pid, "CF.INSERT", "chain", "ITEMS", *items)
-            added += probe
-            inserted += items
+            ins_walls, ins_cpus = [], []
+            for key in keys:
+                settle(c)
+                items = ["p%d" % (added + i) for i in range(probe)]
+                _, wall, cpu = measure(c, srv.proc.pid, "CF.INSERT", key, "ITEMS", *items)
+                ins_walls.append(wall)
+                ins_cpus.append(cpu)
+                added += probe
+                if key == "chain":
+                    inserted += items
+            ins_wall, ins_cpu = median(ins_walls), median(ins_cpus)
             present = inserted[::max(1, len(inserted) // probe)][:probe]
             reply, hit_wall, hit_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *present,
                                                repeat=5)
@@ -180,6 +198,8 @@ def main(argv):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="1,64,4096,65535")
     ap.add_argument("--probe", type=int, default=200)
+    ap.add_argument("--copies", type=int, default=5,
+                    help="filters grown alike, each probed by one insert (the median is reported)")
     ap.add_argument("--batch", type=int, default=2000, help="items per CF.INSERT while growing")
     ap.add_argument("--big", type=int, default=140_000,
                     help="items of the one-command insert into a fresh filter (0 = skip it)")
@@ -187,13 +207,13 @@ def main(argv):
     ap.add_argument("--out", help="also write the table to this Markdown file")
     args = ap.parse_args(argv)
     sizes = [int(x) for x in args.sizes.split(",")]
-    out = run(args.cuckood, sizes, args.probe, args.batch, args.big)
+    out = run(args.cuckood, sizes, args.probe, args.batch, args.big, args.copies)
     text = markdown(out)
     print(text)
     if args.out:
         with open(args.out, "w") as f:
-            f.write("# Long chains of sub-filters\n\nGenerated by `bench/chain.py --sizes %s --probe %d` "
-                    "on %s.\n\n" % (args.sizes, args.probe, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
+            f.write("# Long chains of sub-filters\n\nGenerated by `bench/chain.py --sizes %s --probe %d "
+                    "--copies %d` on %s.\n\n" % (args.sizes, args.probe, args.copies, time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
             f.write(text)
     return 0
 
