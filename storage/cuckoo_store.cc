@@ -255,6 +255,7 @@ StatusOr<InsertOutcome> Db::CfInsert(const Scope& scope, uint16_t ns, std::strin
   PageCache cache(engine_, nullptr, &prefix, &filter, meta.cuckoo.page_size, &mem_, scope.group);
   cache.ChangeGroupPagesInPlace();
   cache.set_stripe_held(scope.stripes_held);
+  cache.set_stored_filters(filter.num_filters);
   // A long chain's index names the sub-filter each item goes to: only its pages are read. (A
   // chain that grows long during the command gets one then.)
   std::shared_ptr<core::ChainIndex> index;

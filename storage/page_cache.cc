@@ -128,6 +128,9 @@ MemCache::Value PageCache::Zeros(uint64_t length) {
 }
 
 bool PageCache::MayHavePages(uint32_t f) {
+  if (f >= stored_filters_) {
+    return false;
+  }
   if (meta_->num_filters <= kSkipScanMin || meta_->num_items >= meta_->num_filters) {
     // (A chain with an item per sub-filter or more, grown by inserts, has pages in most of
     // them: the scan would cost a Seek per sub-filter for nothing.)

@@ -589,6 +589,38 @@ TEST_CASE("CF.COMPACT after many deletes reduces the sub-filters", "[cuckoo]") {
   }
 }
 
+TEST_CASE("an insert that grows the chain reads no page of its new sub-filters",
+          "[cuckoo][pages]") {
+  TestDb t;
+  Db& db = t.db();
+  const CfSettings settings;
+  const InsertOptions into{.nx = false, .no_create = true, .capacity = 0};
+  // Four one-slot buckets a sub-filter, expansion 1: every few items append a sub-filter.
+  REQUIRE(db.CfReserve(kAlone, 0, "g", Reserve(4, 1, 1), settings).ok());
+  const auto first = Items::Make("first-", 0, 1);
+  REQUIRE(db.CfInsert(kAlone, 0, "g", first.views, into, settings).ok());  // (page 0 cached)
+  const uint64_t loaded = db.pages_loaded();
+  const auto items = Items::Make("grow-", 0, 60);
+  auto r = db.CfInsert(kAlone, 0, "g", items.views, into, settings);
+  REQUIRE(r.ok());
+  const uint32_t grown = db.CfInfo(kAlone, 0, "g")->cuckoo.filter.num_filters;
+  REQUIRE(grown > 10);
+  // The pages of the sub-filters appended by the command cannot be stored anywhere: none was
+  // read from RocksDB (the older one's page is in the in-memory cache).
+  CHECK(db.pages_loaded() == loaded);
+  uint64_t stored = 0;
+  for (auto res : r->results) {
+    stored += res == core::InsertResult::kInserted ? 1 : 0;
+  }
+  CHECK(db.CfInfo(kAlone, 0, "g")->size == stored + 1);
+  CHECK(*db.CfLookup(kAlone, 0, "g", items.views, false) == std::vector<uint64_t>(60, 1));
+  // The same from RocksDB alone, after a restart.
+  t.Reopen();
+  Db& again = t.db();
+  CHECK(*again.CfLookup(kAlone, 0, "g", items.views, false) == std::vector<uint64_t>(60, 1));
+  CHECK(*again.CfLookup(kAlone, 0, "g", first.views, false) == std::vector<uint64_t>{1});
+}
+
 TEST_CASE("RENAME of a filter keeps its items", "[cuckoo][rename]") {
   TestDb t;
   Db& db = t.db();
