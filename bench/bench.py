@@ -802,10 +802,11 @@ def write_results_md(path, args, info, rows, results, elapsed, out_dir, command,
     if chain_md:
         L.append("## Long chains")
         L.append("")
-        L.append("`bench/chain.py` (run once, after the rounds): one filter `CF.RESERVE chain 2 BUCKETSIZE 1 "
-                 "EXPANSION 1` grown to 1, 64, 4,096 and 65,535 sub-filters (two fingerprints each), with "
-                 "`cf-max-expansions 65535`; per item: `CF.INSERT` of 200 new items, `CF.MEXISTS` of 200 "
-                 "stored and of 200 absent items (the lookups' medians of five runs).")
+        L.append("`bench/chain.py` (run once, after the rounds): five filters `CF.RESERVE chain 2 BUCKETSIZE 1 "
+                 "EXPANSION 1` grown alike to 1, 64, 4,096 and 65,535 sub-filters (two fingerprints each), with "
+                 "`cf-max-expansions 65535`; per item: `CF.INSERT` of 200 new items (the median of one "
+                 "insert into each filter), `CF.MEXISTS` of 200 stored and of 200 absent items (the "
+                 "medians of five runs).")
         L.append("")
         L.append(chain_md.rstrip("\n"))
         L.append("")
