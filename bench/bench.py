@@ -806,7 +806,7 @@ def write_results_md(path, args, info, rows, results, elapsed, out_dir, command,
                  "EXPANSION 1` grown alike to 1, 64, 4,096 and 65,535 sub-filters (two fingerprints each), with "
                  "`cf-max-expansions 65535`; per item: `CF.INSERT` of 200 new items (the median of one "
                  "insert into each filter), `CF.MEXISTS` of 200 stored and of 200 absent items (the "
-                 "medians of five runs).")
+                 "medians of five runs on each filter).")
         L.append("")
         L.append(chain_md.rstrip("\n"))
         L.append("")

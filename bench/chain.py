@@ -10,10 +10,10 @@ size of the chains a probe measures, per item:
   - insert: CF.INSERT of --probe new items into each copy in turn (which also grows it a little;
     an insert changes its chain, so it cannot be run twice on the same one: the copies give it
     the five runs the lookups get),
-  - lookup, present: CF.MEXISTS of --probe items inserted earlier into `chain`, spread over it,
+  - lookup, present: CF.MEXISTS of --probe items inserted earlier into a copy, spread over it,
   - lookup, absent: CF.MEXISTS of --probe items never inserted (every sub-filter is checked).
 Each figure is the wall time of the command and the server's CPU time (from /proc), per item:
-the median of --copies inserts, of five runs of each lookup. Each insert starts once the server
+the median of --copies inserts, and of five runs of each lookup on each copy. Each insert starts once the server
 runs no RocksDB flush or compaction (INFO), so that the background work of the growth before it
 is not counted in it.
 The table ends with the ratio of the cost at the largest size to the cost at 64 sub-filters, and
@@ -63,7 +63,7 @@ def settle(c, timeout=20.0):
 
 
 def measure(c, pid, *cmd, repeat=1):
-    """The reply, and the median wall and server CPU seconds over `repeat` runs of the command
+    """The reply, and the wall and server CPU seconds of each of `repeat` runs of the command
     (a lookup of 200 items takes a few hundred microseconds: one run is at the mercy of the
     scheduler and RocksDB's background threads)."""
     walls, cpus = [], []
@@ -72,7 +72,7 @@ def measure(c, pid, *cmd, repeat=1):
         reply = c.call(*cmd)
         walls.append(time.perf_counter() - t0)
         cpus.append(server_cpu(pid) - c0)
-    return reply, median(walls), median(cpus)
+    return reply, walls, cpus
 
 
 def median(values):
@@ -97,7 +97,7 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
         for key in keys:
             c.call("CF.RESERVE", key, "2", "BUCKETSIZE", "1", "EXPANSION", "1")
         added = 0
-        inserted = []  # (the items of `chain`)
+        inserted = {key: [] for key in keys}
         t_start = time.monotonic()
         for size in sizes:
             # Grow each copy to just below the size; the insert probe then takes it past it.
@@ -110,8 +110,7 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
                     n = min(batch, max(1, need))
                     items = ["g%d" % (added + i) for i in range(n)]
                     c.call("CF.INSERT", key, "ITEMS", *items)
-                    if key == "chain":
-                        inserted += items
+                    inserted[key] += items
                     added += n
             before = num_filters(c)
             ins_walls, ins_cpus = [], []
@@ -119,23 +118,30 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
                 settle(c)
                 items = ["p%d" % (added + i) for i in range(probe)]
                 _, wall, cpu = measure(c, srv.proc.pid, "CF.INSERT", key, "ITEMS", *items)
-                ins_walls.append(wall)
-                ins_cpus.append(cpu)
+                ins_walls += wall
+                ins_cpus += cpu
                 added += probe
-                if key == "chain":
-                    inserted += items
+                inserted[key] += items
             ins_wall, ins_cpu = median(ins_walls), median(ins_cpus)
-            present = inserted[::max(1, len(inserted) // probe)][:probe]
-            reply, hit_wall, hit_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *present,
-                                               repeat=5)
-            if any(x != 1 for x in reply):
-                raise bench.BenchError("an inserted item is not found")
+            # The lookups: five runs on each copy, the median of them all.
+            hit_walls, hit_cpus, miss_walls, miss_cpus = [], [], [], []
             absent = ["never-%d" % i for i in range(probe)]
-            _, miss_wall, miss_cpu = measure(c, srv.proc.pid, "CF.MEXISTS", "chain", *absent,
-                                             repeat=5)
+            for key in keys:
+                stored = inserted[key]
+                present = stored[::max(1, len(stored) // probe)][:probe]
+                reply, wall, cpu = measure(c, srv.proc.pid, "CF.MEXISTS", key, *present, repeat=5)
+                if any(x != 1 for x in reply):
+                    raise bench.BenchError("an inserted item is not found")
+                hit_walls += [w / len(present) for w in wall]
+                hit_cpus += [x / len(present) for x in cpu]
+                _, wall, cpu = measure(c, srv.proc.pid, "CF.MEXISTS", key, *absent, repeat=5)
+                miss_walls += wall
+                miss_cpus += cpu
+            hit_wall, hit_cpu = median(hit_walls), median(hit_cpus)
+            miss_wall, miss_cpu = median(miss_walls), median(miss_cpus)
             row = dict(size=before, after=num_filters(c),
                        insert=ins_wall / probe, insert_cpu=ins_cpu / probe,
-                       hit=hit_wall / len(present), hit_cpu=hit_cpu / len(present),
+                       hit=hit_wall, hit_cpu=hit_cpu,
                        miss=miss_wall / probe, miss_cpu=miss_cpu / probe)
             rows.append(row)
             bench.log("%6d sub-filters: insert %8.1f us (cpu %8.1f), present %8.1f us (cpu %8.1f), "
