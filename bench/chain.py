@@ -13,9 +13,9 @@ size of the chains a probe measures, per item:
   - lookup, present: CF.MEXISTS of --probe items inserted earlier into a copy, spread over it,
   - lookup, absent: CF.MEXISTS of --probe items never inserted (every sub-filter is checked).
 Each figure is the wall time of the command and the server's CPU time (from /proc), per item:
-the median of --copies inserts, and of five runs of each lookup on each copy. Each insert starts once the server
-runs no RocksDB flush or compaction (INFO), so that the background work of the growth before it
-is not counted in it.
+the median of --copies inserts, and of five runs of each lookup on each copy. Each insert starts
+once the server runs no RocksDB flush or compaction (INFO), so that the background work of the
+growth before it is not counted in it.
 The table ends with the ratio of the cost at the largest size to the cost at 64 sub-filters, and
 the time of one CF.INSERT of --big items into a fresh filter of the same shape (it grows to the
 65,535 sub-filters RedisBloom allows). bench/run runs this too and puts the table in results.md.
@@ -43,11 +43,6 @@ def server_cpu(pid):
         except OSError:
             pass  # (a thread that just ended)
     return total / 1e9
-
-
-def num_filters(c):
-    info = [x.decode() if isinstance(x, (bytes, bytearray)) else x for x in c.call("CF.INFO", "chain")]
-    return int(info[info.index("Number of filters") + 1])
 
 
 def settle(c, timeout=20.0):
@@ -112,7 +107,7 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
                     c.call("CF.INSERT", key, "ITEMS", *items)
                     inserted[key] += items
                     added += n
-            before = num_filters(c)
+            before = num_filters_of(c, "chain")
             ins_walls, ins_cpus = [], []
             for key in keys:
                 settle(c)
@@ -139,7 +134,7 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
                 miss_cpus += cpu
             hit_wall, hit_cpu = median(hit_walls), median(hit_cpus)
             miss_wall, miss_cpu = median(miss_walls), median(miss_cpus)
-            row = dict(size=before, after=num_filters(c),
+            row = dict(size=before, after=num_filters_of(c, "chain"),
                        insert=ins_wall / probe, insert_cpu=ins_cpu / probe,
                        hit=hit_wall, hit_cpu=hit_cpu,
                        miss=miss_wall / probe, miss_cpu=miss_cpu / probe)
@@ -205,7 +200,7 @@ def main(argv):
     ap.add_argument("--sizes", default="1,64,4096,65535")
     ap.add_argument("--probe", type=int, default=200)
     ap.add_argument("--copies", type=int, default=5,
-                    help="filters grown alike, each probed by one insert (the median is reported)")
+                    help="filters grown alike: one insert and five runs of each lookup on each (medians)")
     ap.add_argument("--batch", type=int, default=2000, help="items per CF.INSERT while growing")
     ap.add_argument("--big", type=int, default=140_000,
                     help="items of the one-command insert into a fresh filter (0 = skip it)")

@@ -105,7 +105,8 @@ CheckReport CheckDatabase(const std::string& dir, std::ostream& out) {
     auto& lf = found->second;
     const auto& f = lf.meta.cuckoo.filter;
     if (parts.filter >= f.num_filters) {
-      // Left behind by a compaction that freed the sub-filter: unreachable, harmless.
+      // Beyond the chain: unreachable now. (Compaction deletes a dropped sub-filter's pages in
+      // the same write, so none should be found; a chain that grew again would read it.)
       rep.dead_pages++;
       continue;
     }
