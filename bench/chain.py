@@ -130,14 +130,14 @@ def run(cuckood, sizes, probe=200, batch=2000, big_items=140_000, copies=5):
                 hit_walls += [w / len(present) for w in wall]
                 hit_cpus += [x / len(present) for x in cpu]
                 _, wall, cpu = measure(c, srv.proc.pid, "CF.MEXISTS", key, *absent, repeat=5)
-                miss_walls += wall
-                miss_cpus += cpu
+                miss_walls += [w / probe for w in wall]
+                miss_cpus += [x / probe for x in cpu]
             hit_wall, hit_cpu = median(hit_walls), median(hit_cpus)
             miss_wall, miss_cpu = median(miss_walls), median(miss_cpus)
             row = dict(size=before, after=num_filters_of(c, "chain"),
                        insert=ins_wall / probe, insert_cpu=ins_cpu / probe,
                        hit=hit_wall, hit_cpu=hit_cpu,
-                       miss=miss_wall / probe, miss_cpu=miss_cpu / probe)
+                       miss=miss_wall, miss_cpu=miss_cpu)
             rows.append(row)
             bench.log("%6d sub-filters: insert %8.1f us (cpu %8.1f), present %8.1f us (cpu %8.1f), "
                       "absent %8.1f us (cpu %8.1f) per item" % (
