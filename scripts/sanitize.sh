@@ -7,8 +7,9 @@
 #         (extra args go to ctest, e.g. `-LE compat` to skip the real-client suites).
 #   tsan  build-tsan/, -DCUCKOOD_SANITIZE=thread, the concurrency-relevant tests: the storage and
 #         server Catch2 tests (lock stripes, versions, compaction with RocksDB's background
-#         threads, statistics) and the integration tests test_concurrency.py and
-#         test_transactions.py against the TSan binary (extra args go to that ctest run;
+#         threads, statistics) and the integration tests test_concurrency.py,
+#         test_transactions.py and test_key_affinity.py (connections moving between io threads)
+#         against the TSan binary (extra args go to that ctest run;
 #         SANITIZE_PYTEST=tests/integration runs the whole integration suite instead, ~5 min).
 #
 # Zero reports are required. Every sanitizer writes its reports to files under
@@ -102,11 +103,13 @@ main() {
     # tests are single-threaded.)
     nice -n "$NICE" ctest --test-dir "$BUILD" --output-on-failure -j2 --timeout 900 \
       -R '^(storage|server):' "$@" || status=$?
-    # The server under concurrent clients and MULTI/EXEC (the tests start the TSan binary).
+    # The server under concurrent clients, MULTI/EXEC, and connections moving between io threads
+    # (the tests start the TSan binary).
     TSAN_OPTIONS="$TSAN_OPTIONS" \
       CUCKOOD_BIN="$ROOT/$BUILD/server/cuckood" nice -n "$NICE" "$python" -m pytest -q \
       -p no:cacheprovider ${SANITIZE_PYTEST:-tests/integration/test_concurrency.py \
-      tests/integration/test_transactions.py} || status=$?
+      tests/integration/test_transactions.py tests/integration/test_key_affinity.py} ||
+      status=$?
   fi
 
   reports=$(find "$LOGS" -type f | sort)

@@ -54,6 +54,9 @@ struct Client {
   // set; the connection runs it again later (Connection::Park).
   bool may_park = false;
   bool parked = false;
+  // Set by the dispatcher when a write found its key's stripe (this one) held by another thread;
+  // the connection reads and clears it (key-affinity, Connection::NoteContention). -1: none.
+  int64_t contended_stripe = -1;
   // Group commit: this client's replies from group_start of *group_out on answer commands of
   // its io thread's open write group; they are not sent before that group is committed
   // (Connection::Flush waits), and each becomes the error if the commit fails.

@@ -518,6 +518,13 @@ std::vector<OptionRow> BuildTable() {
           "replies, data and statistics as one by one",
           true, &C::combine_commands),
       OptionEffect::kHotSettings));
+  t.push_back(WithEffect(
+      BoolRow("key-affinity",
+              "A connection whose writes keep finding their key held by another io thread moves "
+              "to the io thread that key belongs to (and back once it has not contended for 5 "
+              "seconds), so that one key's writers share its lock batches and write groups",
+              true, &C::key_affinity),
+      OptionEffect::kHotSettings));
   t.push_back(BoolRow("malloc-huge-pages",
                       "glibc's malloc keeps one arena and asks for transparent huge pages for it "
                       "(GLIBC_TUNABLES, set by the server starting itself again once): the "

@@ -25,6 +25,7 @@ struct Config {
   std::string enable_debug_command = "local";
   bool group_commit = true;       // pipelined filter writes share RocksDB writes
   bool combine_commands = true;   // consecutive pipelined calls on one key run as one
+  bool key_affinity = true;       // writers contending for a key move to its io thread
   bool malloc_huge_pages = true;  // glibc's malloc: one arena in transparent huge pages
   std::string appendfsync = "everysec";
   int maxclients = 10000;

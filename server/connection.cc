@@ -44,10 +44,12 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi) {
   return flags.empty() ? "N" : flags;
 }
 
-Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, LockBatch& batch,
+Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, size_t home,
                        asio::ssl::context* tls)
     : server_(server),
-      batch_(batch),
+      batch_(&server.lock_batch(home)),
+      home_(static_cast<int>(home)),
+      origin_(static_cast<int>(home)),
       socket_(std::move(socket)),
       idle_timer_(socket_.get_executor()),
       pause_timer_(socket_.get_executor()),
@@ -85,7 +87,7 @@ void Connection::Start() {
   client_.pubsub_sink = std::static_pointer_cast<PubSubSink>(self);
   client_.flush_later = [weak = weak_from_this()] {
     if (auto conn = weak.lock()) {
-      asio::post(conn->socket_.get_executor(), [conn] { conn->Flush(); });
+      conn->RunAtHome([conn] { conn->Flush(); });
     }
   };
   asio::post(socket_.get_executor(), [self] {
@@ -124,13 +126,13 @@ void Connection::Begin() {
 
 void Connection::Kill() {
   auto self = shared_from_this();
-  asio::post(socket_.get_executor(), [self] { self->Close(); });
+  RunAtHome([self] { self->Close(); });
 }
 
 void Connection::Shutdown() {
   auto self = shared_from_this();
-  asio::post(socket_.get_executor(), [self] {
-    self->batch_.End();  // (replies waiting for a write group go out first)
+  RunAtHome([self] {
+    self->batch_->End();  // (replies waiting for a write group go out first)
     self->closing_ = true;
     if (!self->write_in_flight_) {
       self->Flush();
@@ -148,9 +150,9 @@ void Connection::ArmIdleTimer() {
   }
   idle_timer_.expires_after(std::chrono::seconds(1));
   auto self = shared_from_this();
-  idle_timer_.async_wait([self, timeout](const asio::error_code& ec) {
-    if (ec || self->closed_) {
-      return;
+  idle_timer_.async_wait([self, timeout, moves = moves_.load()](const asio::error_code& ec) {
+    if (ec || self->moves_.load() != moves || self->closed_) {
+      return;  // (moves: it fired as the connection moved; the new thread arms its own)
     }
     auto idle = std::chrono::steady_clock::now() - self->client_.last_interaction;
     // As in Redis, `timeout` spares subscribers (they wait for messages, not for replies) and
@@ -199,6 +201,17 @@ void Connection::OnRead(const asio::error_code& ec, size_t n) {
   parser_.Commit(n);
   server_.stats().total_net_input_bytes += n;
   client_.last_interaction = std::chrono::steady_clock::now();
+  if (home_.load(std::memory_order_relaxed) != origin_ && move_to_ < 0 &&
+      client_.last_interaction - last_contention_ >= kQuietToReturn) {
+    move_to_ = origin_;  // (key-affinity: no contention for a while; back where it started)
+  }
+  if (move_to_ >= 0) {
+    if (move_to_ == home_.load(std::memory_order_relaxed)) {
+      move_to_ = -1;
+    } else if (CanMove() && MoveTo(move_to_)) {
+      return;  // (the new io thread runs what was read)
+    }
+  }
   ProcessInput();
 }
 
@@ -219,14 +232,14 @@ void Connection::ProcessInput() {
       if (conn.client_.lock_batching) {  // (not after End(): the pool may own client_ now)
         conn.client_.lock_batching = false;
       }
-      conn.batch_.ScheduleEnd(conn.socket_.get_executor());
+      conn.batch_->ScheduleEnd(conn.socket_.get_executor());
     }
     // Ends the batch now: before a command moves to the background pool (it takes its own
     // stripes, and client_ is the pool's until the reply is back), or before the connection
     // closes.
     void End() {
       conn.client_.lock_batching = false;
-      conn.batch_.End();
+      conn.batch_->End();
     }
   } batch_scope(*this);
   // argv holds a command parsed while looking for calls to combine, which runs next (it is never
@@ -326,17 +339,20 @@ void Connection::ProcessInput() {
       };
       const bool next_parsed = parser_.Next(&next) == resp::Parser::Result::kCommand;
       if (next_parsed && same(next)) {
-        server_.dispatcher().DispatchCombined(client_, *spec, gather(same), writer, &batch_);
+        server_.dispatcher().DispatchCombined(client_, *spec, gather(same), writer, batch_);
       } else if (next_parsed && spec->across_keys != nullptr && same_command(next)) {
         server_.dispatcher().DispatchAcrossKeys(client_, *spec, gather(same_command), writer,
-                                                &batch_);
+                                                batch_);
       } else {
         client_.may_park = may_park;
-        server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+        server_.dispatcher().Dispatch(client_, spec, argv, writer, batch_);
         client_.may_park = false;
         if (client_.parked) {
           Park(argv, parks, &next);
           break;
+        }
+        if (client_.contended_stripe >= 0) {
+          NoteContention(from_park);
         }
         if (!next.empty()) {
           argv.swap(next);
@@ -345,12 +361,15 @@ void Connection::ProcessInput() {
       }
     } else {
       client_.may_park = may_park;
-      server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+      server_.dispatcher().Dispatch(client_, spec, argv, writer, batch_);
       client_.may_park = false;
       if (client_.parked) {
         Park(argv, parks, nullptr);
         break;
       }
+    }
+    if (client_.contended_stripe >= 0) {
+      NoteContention(from_park);
     }
     ran = true;
     if (limits_.unauthenticated == client_.authenticated) {
@@ -424,7 +443,7 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
     resp::Writer writer(&reply, self->client_.proto);
     self->server_.dispatcher().Dispatch(self->client_, spec, views, writer);
     self->server_.background().End();
-    asio::post(self->socket_.get_executor(), [self, reply = std::move(reply)] {
+    self->RunAtHome([self, reply = std::move(reply)] {
       self->busy_ = false;
       if (self->closed_) {
         self->server_.watches().UnwatchAll(self->client_);
@@ -444,6 +463,7 @@ void Connection::RunInBackground(const CommandSpec* spec, const Argv& argv) {
 void Connection::Park(const Argv& argv, int parks, Argv* next) {
   client_.parked = false;
   server_.stats().parked_commands++;
+  NoteContention(parks > 0);
   // (copied first: argv may point into resumed_)
   Parked again{std::vector<std::string>(argv.begin(), argv.end()), parks + 1};
   if (next != nullptr && !next->empty()) {
@@ -459,6 +479,110 @@ void Connection::Park(const Argv& argv, int parks, Argv* next) {
       self->ProcessInput();
     }
   });
+}
+
+void Connection::NoteContention(bool again) {
+  const int64_t stripe = client_.contended_stripe;
+  client_.contended_stripe = -1;
+  const size_t threads = server_.io_threads();
+  if (stripe < 0 || again || threads < 2 || tls_) {
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  last_contention_ = now;
+  const int to = static_cast<int>(static_cast<size_t>(stripe) % threads);
+  if (to == home_.load(std::memory_order_relaxed)) {
+    streak_ = 0;  // (the key belongs here: its writers on other threads come here)
+    return;
+  }
+  if (stripe == streak_stripe_) {
+    ++streak_;
+  } else {
+    streak_stripe_ = stripe;
+    streak_ = 1;
+  }
+  if (streak_ >= kContentionsToMove && now - moved_at_ >= kMinStay &&
+      server_.live_config().key_affinity()) {
+    move_to_ = to;
+  }
+}
+
+bool Connection::CanMove() const {
+  // (nothing of the connection may be in flight on its thread: no read, write, write group,
+  // background command, pause or set-aside command; and nothing another part of the server
+  // keeps a pointer to the client for: subscriptions, watches, replication links)
+  return !tls_ && !closing_ && !closed_ && !reading_ && !busy_ && !park_pending_ &&
+         parked_.empty() && !write_in_flight_ && out_.empty() && !client_.group_pending &&
+         !client_.in_multi && client_.watched.empty() && client_.channels.empty() &&
+         client_.patterns.empty() && client_.kind == ClientKind::kNormal && !client_.take_socket &&
+         !client_.kill_requested && !client_.close_after_reply;
+}
+
+bool Connection::MoveTo(int to) {
+  asio::error_code ec;
+  const auto protocol = socket_.local_endpoint(ec).protocol();
+  if (ec) {
+    move_to_ = -1;
+    return false;
+  }
+  moving_.store(true);
+  const int fd = socket_.release(ec);  // (deregistered from this thread's reactor)
+  if (ec || fd < 0) {
+    moving_.store(false);
+    move_to_ = -1;
+    return false;
+  }
+  moves_.fetch_add(1);
+  idle_timer_.cancel();
+  const auto now = std::chrono::steady_clock::now();
+  moved_at_ = now;
+  last_contention_ = now;
+  streak_ = 0;
+  streak_stripe_ = -1;
+  move_to_ = -1;
+  server_.stats().client_moves++;
+  home_.store(to);
+  auto self = shared_from_this();
+  // (from here on this thread leaves the connection alone: what is posted to it comes to the new
+  // thread, behind Land)
+  asio::post(server_.io_context(static_cast<size_t>(to)),
+             [self, fd, protocol] { self->Land(fd, protocol); });
+  return true;
+}
+
+void Connection::Land(int fd, asio::ip::tcp protocol) {
+  const auto home = static_cast<size_t>(home_.load());
+  auto& context = server_.io_context(home);
+  asio::ip::tcp::socket adopted(context);
+  asio::error_code ec;
+  adopted.assign(protocol, fd, ec);
+  socket_ = std::move(adopted);
+  idle_timer_ = asio::steady_timer(context);
+  pause_timer_ = asio::steady_timer(context);
+  batch_ = &server_.lock_batch(home);
+  moving_.store(false);
+  if (ec) {
+    spdlog::warn("client {} lost while moving to io thread {}: {}", client_.addr, home,
+                 ec.message());
+    ::close(fd);
+    Close();
+    return;
+  }
+  ArmIdleTimer();
+  ProcessInput();  // (what the old thread read)
+}
+
+void Connection::RunAtHome(std::function<void()> fn) {
+  const int home = home_.load();
+  auto self = shared_from_this();
+  asio::post(server_.io_context(static_cast<size_t>(home)),
+             [self, home, fn = std::move(fn)]() mutable {
+               if (self->moving_.load() || self->home_.load() != home) {
+                 self->RunAtHome(std::move(fn));  // (it moved meanwhile)
+                 return;
+               }
+               fn();
+             });
 }
 
 void Connection::WaitForUnpause(const CommandSpec* spec, const Argv& argv) {
@@ -493,7 +617,7 @@ void Connection::ResumeAfterPause() {
   }
   busy_ = false;
   resp::Writer writer(&out_, client_.proto);
-  server_.dispatcher().Dispatch(client_, spec, argv, writer, &batch_);
+  server_.dispatcher().Dispatch(client_, spec, argv, writer, batch_);
   if (client_.close_after_reply || client_.kill_requested) {
     closing_ = true;
   }
@@ -523,7 +647,7 @@ void Connection::Flush() {
 
 void Connection::Deliver(std::shared_ptr<const PubSubMessage> msg) {
   auto self = shared_from_this();
-  asio::post(socket_.get_executor(), [self, msg = std::move(msg)] { self->OnMessage(*msg); });
+  RunAtHome([self, msg = std::move(msg)] { self->OnMessage(*msg); });
 }
 
 void Connection::OnMessage(const PubSubMessage& msg) {

@@ -26,8 +26,8 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi);
 class Connection : public std::enable_shared_from_this<Connection>, public PubSubSink {
  public:
   // tls: the server's TLS context for a client of the TLS port, nullptr for plain TCP.
-  // batch: the lock batch of the io thread the socket belongs to.
-  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, LockBatch& batch,
+  // home: the io thread the socket belongs to (Server::io_context).
+  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, size_t home,
              asio::ssl::context* tls = nullptr);
   ~Connection();
 
@@ -81,8 +81,39 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   void ArmIdleTimer();
   void SyncSnapshot();
 
+  // ---- key-affinity: moving to another io thread ---------------------------------------------
+  // A connection lives on one io thread (home_) and moves, between two reads, to the io thread
+  // a contended key belongs to (its stripe modulo the io threads), when its writes found that
+  // key's stripe held by another thread kContentionsToMove times in a row; and back to the thread
+  // it was accepted on (origin_) once kQuietToReturn passed without contention. Only a plain
+  // connection with nothing in flight moves (CanMove): its socket's descriptor is released from
+  // the old thread's reactor and adopted by the new one (Land), with the bytes already read.
+  // Whatever is posted to the connection from elsewhere goes through RunAtHome, which sends it
+  // on to the connection's current thread.
+  static constexpr int kContentionsToMove = 3;
+  static constexpr auto kMinStay = std::chrono::milliseconds(50);
+  static constexpr auto kQuietToReturn = std::chrono::seconds(5);
+  // Reads client_.contended_stripe after a command ran or was set aside (and clears it); again:
+  // the command was set aside before (each command counts once).
+  void NoteContention(bool again);
+  bool CanMove() const;
+  // On the current home thread: hands the connection to io thread `to` (false: it stays).
+  bool MoveTo(int to);
+  void Land(int fd, asio::ip::tcp protocol);
+  // Runs fn on the connection's io thread (posted; sent on while the connection moves).
+  void RunAtHome(std::function<void()> fn);
+
   Server& server_;
-  LockBatch& batch_;  // of this connection's io thread
+  LockBatch* batch_;                 // of this connection's io thread
+  std::atomic<int> home_;            // the io thread the connection lives on
+  std::atomic<bool> moving_{false};  // between MoveTo and Land
+  std::atomic<uint32_t> moves_{0};   // (timers armed before a move do nothing after it)
+  int origin_;                       // the io thread it was accepted on
+  int move_to_ = -1;                 // a move decided, done at the next read
+  int64_t streak_stripe_ = -1;       // the stripe of the last contention, and how many in a row
+  int streak_ = 0;
+  std::chrono::steady_clock::time_point moved_at_{};
+  std::chrono::steady_clock::time_point last_contention_{};
   asio::ip::tcp::socket socket_;
   // TLS over socket_ (clients of tls-port); reads and writes go through it when set.
   std::unique_ptr<asio::ssl::stream<asio::ip::tcp::socket&>> tls_;

@@ -197,12 +197,18 @@ bool Dispatcher::Lock(const CommandSpec& spec, Client& client, const Argv& argv,
     if (batch->Covers(scope.stripes, scope.exclusive)) {
       return true;
     }
-    if (scope.exclusive && client.may_park && batch->HeldElsewhere(locks, scope.stripes)) {
-      // Another io thread's batch holds the key: rather than end this thread's batch and wait
-      // for it, the connection sets the command aside and runs it after the other connections'
-      // work of this round (Connection::Park).
-      client.parked = true;
-      return false;
+    size_t held = 0;
+    if (scope.exclusive && batch->HeldElsewhere(locks, scope.stripes, &held)) {
+      // Another thread holds the key (most often another io thread's batch): the connection
+      // counts it (Client::contended_stripe, key-affinity).
+      client.contended_stripe = static_cast<int64_t>(held);
+      if (client.may_park) {
+        // Rather than end this thread's batch and wait for it, the connection sets the command
+        // aside and runs it after the other connections' work of this round
+        // (Connection::Park).
+        client.parked = true;
+        return false;
+      }
     }
     batch->End();
   }

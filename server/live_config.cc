@@ -83,6 +83,7 @@ void LiveConfig::Publish(const Config& c) {
   pubsub_soft_seconds_ = c.pubsub_output_soft_seconds;
   group_commit_ = c.group_commit;
   combine_commands_ = c.combine_commands;
+  key_affinity_ = c.key_affinity;
 }
 
 storage::CfSettings LiveConfig::cf_settings() const {

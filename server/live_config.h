@@ -51,6 +51,7 @@ class LiveConfig {
   int64_t pubsub_output_soft_seconds() const { return Load(pubsub_soft_seconds_); }
   bool group_commit() const { return group_commit_.load(std::memory_order_relaxed); }
   bool combine_commands() const { return combine_commands_.load(std::memory_order_relaxed); }
+  bool key_affinity() const { return key_affinity_.load(std::memory_order_relaxed); }
   int64_t slowlog_threshold() const { return Load(slowlog_slower_than_); }
   uint64_t slowlog_max_len() const { return Load(slowlog_max_len_); }
 
@@ -76,6 +77,7 @@ class LiveConfig {
   std::atomic<int64_t> pubsub_soft_seconds_{0};
   std::atomic<bool> group_commit_{true};
   std::atomic<bool> combine_commands_{true};
+  std::atomic<bool> key_affinity_{true};
 };
 
 }  // namespace cuckood::server

@@ -21,14 +21,17 @@ bool LockBatch::Covers(const std::vector<size_t>& stripes, bool exclusive) {
   return false;
 }
 
-bool LockBatch::HeldElsewhere(storage::LockManager& locks,
-                              const std::vector<size_t>& stripes) const {
+bool LockBatch::HeldElsewhere(storage::LockManager& locks, const std::vector<size_t>& stripes,
+                              size_t* held) const {
   for (size_t s : stripes) {
     if (held_ && guard_.holds(s)) {
       continue;
     }
     auto& m = locks.stripe(s);
     if (!m.try_lock()) {
+      if (held != nullptr) {
+        *held = s;
+      }
       return true;
     }
     m.unlock();

@@ -45,8 +45,9 @@ class LockBatch {
   // or ends the batch (End) before it waits for the stripes.
   bool Covers(const std::vector<size_t>& stripes, bool exclusive);
   // Whether another thread holds one of these stripes that the batch does not (each is tried
-  // and given back at once: the answer is for now only).
-  bool HeldElsewhere(storage::LockManager& locks, const std::vector<size_t>& stripes) const;
+  // and given back at once: the answer is for now only); *held is then that stripe.
+  bool HeldElsewhere(storage::LockManager& locks, const std::vector<size_t>& stripes,
+                     size_t* held = nullptr) const;
   // Starts holding these stripes (after Covers returned false).
   void Keep(storage::LockGuard guard, bool exclusive);
 

@@ -23,6 +23,8 @@ namespace {
 
 constexpr size_t kLockStripes = 4096;
 
+thread_local int t_io_thread = -1;  // Server::CurrentIoThread
+
 storage::FsyncMode FsyncFromName(const std::string& s) {
   if (s == "always") {
     return storage::FsyncMode::kAlways;
@@ -249,8 +251,11 @@ void Server::Start() {
                  [](const Config& c) { spdlog::set_level(SpdlogLevel(c.loglevel)); });
   live_.Start();
   process_.io_threads = static_cast<int>(contexts_.size());
-  for (auto& ctx : contexts_) {
-    threads_.emplace_back([c = ctx.get()] { c->run(); });
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    threads_.emplace_back([c = contexts_[i].get(), i] {
+      t_io_thread = static_cast<int>(i);
+      c->run();
+    });
   }
   spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
                cfg.bind, process_.port, workers, cfg.dir);
@@ -343,17 +348,21 @@ void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
   if (cfg.tcp_keepalive > 0) {
     socket.set_option(asio::socket_base::keep_alive(true), ec2);
   }
-  // The lock batch of the io thread the socket belongs to.
-  LockBatch* batch = batches_[0].get();
+  // The io thread the socket belongs to.
+  size_t home = 0;
   for (size_t i = 0; i < contexts_.size(); ++i) {
     if (&socket.get_executor().context() == contexts_[i].get()) {
-      batch = batches_[i].get();
+      home = i;
     }
   }
-  auto conn = std::make_shared<Connection>(*this, std::move(socket), clients_.NextId(), *batch,
+  auto conn = std::make_shared<Connection>(*this, std::move(socket), clients_.NextId(), home,
                                            acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
   clients_.Register(conn);
   conn->Start();
+}
+
+int Server::CurrentIoThread() {
+  return t_io_thread;
 }
 
 void Server::RequestShutdown() {

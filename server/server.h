@@ -3,8 +3,9 @@
 // config, statistics, WATCH (server/watch.h), the slow log (server/slowlog.h), the client registry
 // (server/clients.h), Pub/Sub, replication and cluster mode.
 //
-// Threading: `workers` threads each run one io_context. A connection lives on one of them and its
-// commands run inline there, in order. Shared state here is either atomic or behind a mutex;
+// Threading: `workers` threads each run one io_context. A connection lives on one of them at a
+// time (key-affinity may move it, between two reads: server/connection.h) and its commands run
+// inline there, in order. Shared state here is either atomic or behind a mutex;
 // storage locking is described in storage/locks.h.
 #pragma once
 
@@ -125,6 +126,13 @@ class Server {
   // Slot migration (server/slot_migration.h); null when cluster-enabled is no.
   SlotMigrator* slot_migrator() const { return slot_migrator_.get(); }
   ProcessInfo& process() { return process_; }
+  // The io threads (one io_context and one lock batch each, same index), for connections that
+  // move between them (key-affinity, server/connection.h).
+  size_t io_threads() const { return contexts_.size(); }
+  asio::io_context& io_context(size_t i) { return *contexts_[i]; }
+  LockBatch& lock_batch(size_t i) { return *batches_[i]; }
+  // The index of the io thread running the caller; -1 on any other thread.
+  static int CurrentIoThread();
 
   // The running configuration (server/live_config.h): CONFIG GET/SET and the hot settings.
   LiveConfig& live_config() { return live_; }

@@ -170,7 +170,7 @@ void Stats::Reset() {
         &expired_keys, &total_error_replies, &unexpected_error_replies,
         &client_output_limit_disconnections, &client_query_buffer_limit_disconnections,
         &protocol_errors, &blocked_on_output, &tls_handshake_errors, &write_groups,
-        &write_group_commands, &combined_calls, &combined_runs, &parked_commands}) {
+        &write_group_commands, &combined_calls, &combined_runs, &parked_commands, &client_moves}) {
     counter->store(0, std::memory_order_relaxed);
   }
   instantaneous_ops_per_sec = 0;

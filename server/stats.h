@@ -121,6 +121,8 @@ class Stats {
   std::atomic<uint64_t> combined_runs{0};
   // Writes set aside because another io thread's lock batch held their key (Connection::Park).
   std::atomic<uint64_t> parked_commands{0};
+  // Connections moved to another io thread (key-affinity), there or back.
+  std::atomic<uint64_t> client_moves{0};
 
   // Per command (name as in the table); created on first use. The reference stays valid for the
   // life of the Stats object (resets zero the counters in place), so callers may keep it.

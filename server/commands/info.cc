@@ -258,6 +258,7 @@ void StatsSection(Server& server, Lines& l) {
   l.Add("write_group_commands", s.write_group_commands.load());
   l.Add("combined_runs", s.combined_runs.load());
   l.Add("parked_commands", s.parked_commands.load());
+  l.Add("client_moves", s.client_moves.load());
   l.Add("combined_calls", s.combined_calls.load());
 }
 
