@@ -23,8 +23,6 @@ namespace {
 
 constexpr size_t kLockStripes = 4096;
 
-thread_local int t_io_thread = -1;  // Server::CurrentIoThread
-
 storage::FsyncMode FsyncFromName(const std::string& s) {
   if (s == "always") {
     return storage::FsyncMode::kAlways;
@@ -251,11 +249,8 @@ void Server::Start() {
                  [](const Config& c) { spdlog::set_level(SpdlogLevel(c.loglevel)); });
   live_.Start();
   process_.io_threads = static_cast<int>(contexts_.size());
-  for (size_t i = 0; i < contexts_.size(); ++i) {
-    threads_.emplace_back([c = contexts_[i].get(), i] {
-      t_io_thread = static_cast<int>(i);
-      c->run();
-    });
+  for (auto& ctx : contexts_) {
+    threads_.emplace_back([c = ctx.get()] { c->run(); });
   }
   spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
                cfg.bind, process_.port, workers, cfg.dir);
@@ -359,10 +354,6 @@ void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
                                            acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
   clients_.Register(conn);
   conn->Start();
-}
-
-int Server::CurrentIoThread() {
-  return t_io_thread;
 }
 
 void Server::RequestShutdown() {

@@ -131,8 +131,6 @@ class Server {
   size_t io_threads() const { return contexts_.size(); }
   asio::io_context& io_context(size_t i) { return *contexts_[i]; }
   LockBatch& lock_batch(size_t i) { return *batches_[i]; }
-  // The index of the io thread running the caller; -1 on any other thread.
-  static int CurrentIoThread();
 
   // The running configuration (server/live_config.h): CONFIG GET/SET and the hot settings.
   LiveConfig& live_config() { return live_; }
