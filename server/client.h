@@ -57,6 +57,9 @@ struct Client {
   // Set by the dispatcher when a write found its key's stripe (this one) held by another thread;
   // the connection reads and clears it (key-affinity, Connection::NoteContention). -1: none.
   int64_t contended_stripe = -1;
+  // Set by the dispatcher to the (first) stripe of a write that may join a lock batch; read and
+  // cleared by the connection (key-affinity: whether it still writes the key it moved for).
+  int64_t write_stripe = -1;
   // Group commit: this client's replies from group_start of *group_out on answer commands of
   // its io thread's open write group; they are not sent before that group is committed
   // (Connection::Flush waits), and each becomes the error if the commit fails.

@@ -521,8 +521,9 @@ std::vector<OptionRow> BuildTable() {
   t.push_back(WithEffect(
       BoolRow("key-affinity",
               "A connection whose writes keep finding their key held by another io thread moves "
-              "to the io thread that key belongs to (and back once it has not contended for 5 "
-              "seconds), so that one key's writers share its lock batches and write groups",
+              "to the io thread that key belongs to (and back once it has neither contended nor "
+              "written that key for 5 seconds), so that one key's writers share its lock batches "
+              "and write groups",
               true, &C::key_affinity),
       OptionEffect::kHotSettings));
   t.push_back(BoolRow("malloc-huge-pages",

@@ -202,8 +202,9 @@ void Connection::OnRead(const asio::error_code& ec, size_t n) {
   server_.stats().total_net_input_bytes += n;
   client_.last_interaction = std::chrono::steady_clock::now();
   if (home_.load(std::memory_order_relaxed) != origin_ && move_to_ < 0 &&
-      client_.last_interaction - last_contention_ >= kQuietToReturn) {
-    move_to_ = origin_;  // (key-affinity: no contention for a while; back where it started)
+      client_.last_interaction - std::max(last_contention_, last_affine_write_) >= kQuietToReturn) {
+    // (key-affinity: neither contention nor a write of the key it moved for in a while)
+    move_to_ = origin_;
   }
   if (move_to_ >= 0) {
     if (move_to_ == home_.load(std::memory_order_relaxed)) {
@@ -371,6 +372,12 @@ void Connection::ProcessInput() {
     if (client_.contended_stripe >= 0) {
       NoteContention(from_park);
     }
+    if (client_.write_stripe >= 0) {
+      if (client_.write_stripe == affinity_stripe_) {
+        last_affine_write_ = client_.last_interaction;  // (when it was read)
+      }
+      client_.write_stripe = -1;
+    }
     ran = true;
     if (limits_.unauthenticated == client_.authenticated) {
       // AUTH / HELLO AUTH / RESET changed what this client may send.
@@ -537,6 +544,7 @@ bool Connection::MoveTo(int to) {
   const auto now = std::chrono::steady_clock::now();
   moved_at_ = now;
   last_contention_ = now;
+  affinity_stripe_ = to == origin_ ? -1 : streak_stripe_;
   streak_ = 0;
   streak_stripe_ = -1;
   move_to_ = -1;

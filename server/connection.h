@@ -85,7 +85,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // A connection lives on one io thread (home_) and moves, between two reads, to the io thread
   // a contended key belongs to (its stripe modulo the io threads), when its writes found that
   // key's stripe held by another thread kContentionsToMove times in a row; and back to the thread
-  // it was accepted on (origin_) once kQuietToReturn passed without contention. Only a plain
+  // it was accepted on (origin_) once kQuietToReturn passed without contention and without a
+  // write to that key (its writers, gathered, no longer contend). Only a plain
   // connection with nothing in flight moves (CanMove): its socket's descriptor is released from
   // the old thread's reactor and adopted by the new one (Land), with the bytes already read.
   // Whatever is posted to the connection from elsewhere goes through RunAtHome, which sends it
@@ -112,6 +113,8 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   int move_to_ = -1;                 // a move decided, done at the next read
   int64_t streak_stripe_ = -1;       // the stripe of the last contention, and how many in a row
   int streak_ = 0;
+  int64_t affinity_stripe_ = -1;  // the stripe it moved for (-1 at origin_)
+  std::chrono::steady_clock::time_point last_affine_write_{};  // (when read)
   std::chrono::steady_clock::time_point moved_at_{};
   std::chrono::steady_clock::time_point last_contention_{};
   asio::ip::tcp::socket socket_;

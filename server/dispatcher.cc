@@ -193,6 +193,9 @@ bool Dispatcher::Lock(const CommandSpec& spec, Client& client, const Argv& argv,
     scope.stripes.erase(std::unique(scope.stripes.begin(), scope.stripes.end()),
                         scope.stripes.end());
   }
+  if (scope.exclusive && batchable && !scope.stripes.empty()) {
+    client.write_stripe = static_cast<int64_t>(scope.stripes.front());  // (key-affinity)
+  }
   if (batchable) {
     if (batch->Covers(scope.stripes, scope.exclusive)) {
       return true;

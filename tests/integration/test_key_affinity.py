@@ -1,6 +1,6 @@
 """key-affinity (server/connection.h): a connection whose writes keep finding their key held by
-another io thread moves to the io thread that key belongs to, and back to where it started after
-5 quiet seconds. Clients must see nothing of it: every reply in order and right, nothing lost
+another io thread moves to the io thread that key belongs to, and back to where it started once it
+has neither waited for nor written that key for 5 seconds. Clients must see nothing of it: every reply in order and right, nothing lost
 (also after kill -9), CLIENT LIST / CLIENT KILL / Pub/Sub still reach a connection that moved,
 and with `key-affinity no` no connection moves."""
 import random
@@ -116,8 +116,9 @@ def test_writers_of_one_key_move_and_nothing_changes_for_them(fresh_server):
 
 
 def test_moved_connections_go_back_when_quiet(fresh_server):
-    """After 5 seconds without contention, a connection that moved goes back to the io thread it
-    was accepted on at its next read (one more move each), and goes on answering."""
+    """After 5 seconds without contention or a write of the hot key, a connection that moved goes
+    back to the io thread it was accepted on at its next read (one more move each), and goes on
+    answering."""
     srv = fresh_server("--workers", "2")
     c = RawClient(srv.port)
     assert c.call("CF.RESERVE", "hot", "200000") == b"+OK\r\n"
