@@ -352,9 +352,6 @@ void Connection::ProcessInput() {
           Park(argv, parks, &next);
           break;
         }
-        if (client_.contended_stripe >= 0) {
-          NoteContention(from_park);
-        }
         if (!next.empty()) {
           argv.swap(next);
           looked_ahead = true;

@@ -29,9 +29,7 @@ bool LockBatch::HeldElsewhere(storage::LockManager& locks, const std::vector<siz
     }
     auto& m = locks.stripe(s);
     if (!m.try_lock()) {
-      if (held != nullptr) {
-        *held = s;
-      }
+      *held = s;
       return true;
     }
     m.unlock();

@@ -47,7 +47,7 @@ class LockBatch {
   // Whether another thread holds one of these stripes that the batch does not (each is tried
   // and given back at once: the answer is for now only); *held is then that stripe.
   bool HeldElsewhere(storage::LockManager& locks, const std::vector<size_t>& stripes,
-                     size_t* held = nullptr) const;
+                     size_t* held) const;
   // Starts holding these stripes (after Covers returned false).
   void Keep(storage::LockGuard guard, bool exclusive);
 
