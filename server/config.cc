@@ -526,6 +526,13 @@ std::vector<OptionRow> BuildTable() {
               "and write groups",
               true, &C::key_affinity),
       OptionEffect::kHotSettings));
+  t.push_back(WithEffect(
+      BoolRow("adaptive-io-threads",
+              "While the io threads wait for CPUs that other processes share (clients on the same "
+              "cores) and sleep every few commands, connections gather on fewer io threads; one "
+              "more is used again when the busiest one runs most of the time and a core is idle",
+              true, &C::adaptive_io_threads),
+      OptionEffect::kHotSettings));
   t.push_back(BoolRow("malloc-huge-pages",
                       "glibc's malloc keeps one arena and asks for transparent huge pages for it "
                       "(GLIBC_TUNABLES, set by the server starting itself again once): the "

@@ -23,10 +23,11 @@ struct Config {
   // DEBUG: yes, no, local (loopback clients only). Redis 7 defaults to no; cuckood to local, so
   // DEBUG RELOAD / SLEEP work for tests and tools on the same host and nowhere else.
   std::string enable_debug_command = "local";
-  bool group_commit = true;       // pipelined filter writes share RocksDB writes
-  bool combine_commands = true;   // consecutive pipelined calls on one key run as one
-  bool key_affinity = true;       // writers contending for a key move to its io thread
-  bool malloc_huge_pages = true;  // glibc's malloc: one arena in transparent huge pages
+  bool group_commit = true;         // pipelined filter writes share RocksDB writes
+  bool combine_commands = true;     // consecutive pipelined calls on one key run as one
+  bool key_affinity = true;         // writers contending for a key move to its io thread
+  bool adaptive_io_threads = true;  // fewer io threads in use while the cores are contended
+  bool malloc_huge_pages = true;    // glibc's malloc: one arena in transparent huge pages
   std::string appendfsync = "everysec";
   int maxclients = 10000;
   int timeout = 0;  // seconds of idleness before a client is closed; 0 = never

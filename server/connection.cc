@@ -45,11 +45,11 @@ std::string ClientFlagsText(ClientKind kind, bool in_multi) {
 }
 
 Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, size_t home,
-                       asio::ssl::context* tls)
+                       size_t origin, asio::ssl::context* tls)
     : server_(server),
       batch_(&server.lock_batch(home)),
       home_(static_cast<int>(home)),
-      origin_(static_cast<int>(home)),
+      origin_(static_cast<int>(origin)),
       socket_(std::move(socket)),
       idle_timer_(socket_.get_executor()),
       pause_timer_(socket_.get_executor()),
@@ -201,15 +201,27 @@ void Connection::OnRead(const asio::error_code& ec, size_t n) {
   parser_.Commit(n);
   server_.stats().total_net_input_bytes += n;
   client_.last_interaction = std::chrono::steady_clock::now();
-  if (home_.load(std::memory_order_relaxed) != origin_ && move_to_ < 0 &&
-      client_.last_interaction - std::max(last_contention_, last_affine_write_) >= kQuietToReturn) {
-    // (key-affinity: neither contention nor a write of the key it moved for in a while)
-    move_to_ = origin_;
+  const int home = home_.load(std::memory_order_relaxed);
+  const size_t in_use = server_.io_balance().active();
+  if (move_to_ >= 0 && (move_for_ < 0 || static_cast<size_t>(move_to_) >= in_use)) {
+    move_to_ = -1;  // (a move to its place, or to a thread no longer in use: decided again)
+  }
+  if (move_to_ < 0) {
+    const int place = Place();
+    if (home != place &&
+        (affinity_stripe_ < 0 || static_cast<size_t>(home) >= in_use ||
+         client_.last_interaction - std::max(last_contention_, last_affine_write_) >=
+             kQuietToReturn)) {
+      // (away from its place for no key, on a thread no longer in use, or key-affinity's key
+      // neither contended nor written in a while)
+      move_to_ = place;
+      move_for_ = -1;
+    }
   }
   if (move_to_ >= 0) {
-    if (move_to_ == home_.load(std::memory_order_relaxed)) {
+    if (move_to_ == home) {
       move_to_ = -1;
-    } else if (CanMove() && MoveTo(move_to_)) {
+    } else if (CanMove() && MoveTo(move_to_, move_for_)) {
       return;  // (the new io thread runs what was read)
     }
   }
@@ -488,7 +500,7 @@ void Connection::Park(const Argv& argv, int parks, Argv* next) {
 void Connection::NoteContention(bool again) {
   const int64_t stripe = client_.contended_stripe;
   client_.contended_stripe = -1;
-  const size_t threads = server_.io_threads();
+  const size_t threads = server_.io_balance().active();  // (the io threads in use)
   if (stripe < 0 || again || threads < 2 || tls_) {
     return;
   }
@@ -508,7 +520,12 @@ void Connection::NoteContention(bool again) {
   if (streak_ >= kContentionsToMove && now - moved_at_ >= kMinStay &&
       server_.live_config().key_affinity()) {
     move_to_ = to;
+    move_for_ = stripe;
   }
+}
+
+int Connection::Place() const {
+  return static_cast<int>(server_.io_balance().Place(static_cast<size_t>(origin_)));
 }
 
 bool Connection::CanMove() const {
@@ -522,7 +539,7 @@ bool Connection::CanMove() const {
          !client_.kill_requested && !client_.close_after_reply;
 }
 
-bool Connection::MoveTo(int to) {
+bool Connection::MoveTo(int to, int64_t for_stripe) {
   asio::error_code ec;
   const auto protocol = socket_.local_endpoint(ec).protocol();
   if (ec) {
@@ -541,10 +558,11 @@ bool Connection::MoveTo(int to) {
   const auto now = std::chrono::steady_clock::now();
   moved_at_ = now;
   last_contention_ = now;
-  affinity_stripe_ = to == origin_ ? -1 : streak_stripe_;
+  affinity_stripe_ = to == Place() ? -1 : for_stripe;
   streak_ = 0;
   streak_stripe_ = -1;
   move_to_ = -1;
+  move_for_ = -1;
   server_.stats().client_moves++;
   home_.store(to);
   auto self = shared_from_this();

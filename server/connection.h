@@ -27,7 +27,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
  public:
   // tls: the server's TLS context for a client of the TLS port, nullptr for plain TCP.
   // home: the io thread the socket belongs to (Server::io_context).
-  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, size_t home,
+  // home: the io thread the socket belongs to; origin: the io thread it was dealt to when
+  // accepted (home is its place among the threads in use, IoBalance::Place).
+  Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id, size_t home, size_t origin,
              asio::ssl::context* tls = nullptr);
   ~Connection();
 
@@ -90,7 +92,11 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // connection with nothing in flight moves (CanMove): its socket's descriptor is released from
   // the old thread's reactor and adopted by the new one (Land), with the bytes already read.
   // Whatever is posted to the connection from elsewhere goes through RunAtHome, which sends it
-  // on to the connection's current thread.
+  // on to the connection's current thread. With adaptive-io-threads, "the thread it was
+  // accepted on" is that thread's place among the io threads in use (IoBalance::Place, which
+  // is origin_ itself while all are in use): a connection on a thread no longer in use, or
+  // away from its place for no key, moves there at its next read; key-affinity chooses among
+  // the threads in use.
   static constexpr int kContentionsToMove = 3;
   static constexpr auto kMinStay = std::chrono::milliseconds(50);
   static constexpr auto kQuietToReturn = std::chrono::seconds(5);
@@ -98,8 +104,11 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   // the command was set aside before (each command counts once).
   void NoteContention(bool again);
   bool CanMove() const;
-  // On the current home thread: hands the connection to io thread `to` (false: it stays).
-  bool MoveTo(int to);
+  // On the current home thread: hands the connection to io thread `to` (false: it stays), for
+  // the key of that stripe (key-affinity) or, with -1, to its place.
+  bool MoveTo(int to, int64_t for_stripe);
+  // The io thread this connection belongs on when no key keeps it elsewhere.
+  int Place() const;
   void Land(int fd, asio::ip::tcp protocol);
   // Runs fn on the connection's io thread (posted; sent on while the connection moves).
   void RunAtHome(std::function<void()> fn);
@@ -109,8 +118,9 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   std::atomic<int> home_;            // the io thread the connection lives on
   std::atomic<bool> moving_{false};  // between MoveTo and Land
   std::atomic<uint32_t> moves_{0};   // (timers armed before a move do nothing after it)
-  int origin_;                       // the io thread it was accepted on
+  int origin_;                       // the io thread it was dealt to when accepted
   int move_to_ = -1;                 // a move decided, done at the next read
+  int64_t move_for_ = -1;            // the stripe of that move (-1: to its place)
   int64_t streak_stripe_ = -1;       // the stripe of the last contention, and how many in a row
   int streak_ = 0;
   int64_t affinity_stripe_ = -1;  // the stripe it moved for (-1 at origin_)

@@ -84,6 +84,7 @@ void LiveConfig::Publish(const Config& c) {
   group_commit_ = c.group_commit;
   combine_commands_ = c.combine_commands;
   key_affinity_ = c.key_affinity;
+  adaptive_io_threads_ = c.adaptive_io_threads;
 }
 
 storage::CfSettings LiveConfig::cf_settings() const {

@@ -52,6 +52,7 @@ class LiveConfig {
   bool group_commit() const { return group_commit_.load(std::memory_order_relaxed); }
   bool combine_commands() const { return combine_commands_.load(std::memory_order_relaxed); }
   bool key_affinity() const { return key_affinity_.load(std::memory_order_relaxed); }
+  bool adaptive_io_threads() const { return adaptive_io_threads_.load(std::memory_order_relaxed); }
   int64_t slowlog_threshold() const { return Load(slowlog_slower_than_); }
   uint64_t slowlog_max_len() const { return Load(slowlog_max_len_); }
 
@@ -78,6 +79,7 @@ class LiveConfig {
   std::atomic<bool> group_commit_{true};
   std::atomic<bool> combine_commands_{true};
   std::atomic<bool> key_affinity_{true};
+  std::atomic<bool> adaptive_io_threads_{true};
 };
 
 }  // namespace cuckood::server

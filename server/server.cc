@@ -170,6 +170,7 @@ void Server::Start() {
     batches_.push_back(std::make_unique<LockBatch>(stats_));
     guards_.push_back(asio::make_work_guard(*contexts_.back()));
   }
+  io_balance_ = std::make_unique<IoBalance>(contexts_.size());
   auto& main_ctx = *contexts_[0];
   std::vector<std::pair<std::string, bool>> listeners;  // (address, tls)
   for (bool tls : {false, true}) {
@@ -249,9 +250,14 @@ void Server::Start() {
                  [](const Config& c) { spdlog::set_level(SpdlogLevel(c.loglevel)); });
   live_.Start();
   process_.io_threads = static_cast<int>(contexts_.size());
-  for (auto& ctx : contexts_) {
-    threads_.emplace_back([c = ctx.get()] { c->run(); });
+  for (size_t i = 0; i < contexts_.size(); ++i) {
+    threads_.emplace_back([this, i, c = contexts_[i].get()] {
+      io_balance_->SetThread(i, static_cast<pid_t>(::gettid()));
+      c->run();
+    });
   }
+  io_balance_->Start([this] { return stats_.total_commands_processed.load(); },
+                     [this] { return live_.adaptive_io_threads(); });
   spdlog::info("cuckood 0.1.0 ready to accept connections on {}:{} ({} io threads, dir {})",
                cfg.bind, process_.port, workers, cfg.dir);
   if (tls_ctx_) {
@@ -271,9 +277,12 @@ void Server::Tick() {
 }
 
 void Server::Accept(size_t index) {
-  auto& ctx = *contexts_[next_context_++ % contexts_.size()];
+  // Connections are dealt to the io threads in turn (their origin), and live on the thread of
+  // that origin among those in use now (adaptive-io-threads).
+  const size_t origin = next_context_++ % contexts_.size();
+  auto& ctx = *contexts_[io_balance_->Place(origin)];
   acceptors_[index]->async_accept(
-      ctx, [this, index](const asio::error_code& ec, asio::ip::tcp::socket socket) {
+      ctx, [this, index, origin](const asio::error_code& ec, asio::ip::tcp::socket socket) {
         if (ec) {
           if (ec == asio::error::operation_aborted || shutting_down_) {
             return;
@@ -282,14 +291,15 @@ void Server::Accept(size_t index) {
           Accept(index);
           return;
         }
-        OnAccepted(index, std::move(socket));
+        OnAccepted(index, std::move(socket), origin);
         // Every other connection already waiting is taken now (as Redis takes up to 1000 per
         // event): the acceptor's handler runs on io thread 0 behind that thread's busy connections,
         // and one connection per turn of its queue kept the last clients of a burst waiting for
         // their first reply until the others were done.
         constexpr int kMaxAcceptsPerTurn = 1000;
         for (int i = 0; i < kMaxAcceptsPerTurn && !shutting_down_; ++i) {
-          asio::ip::tcp::socket next(*contexts_[next_context_ % contexts_.size()]);
+          const size_t next_origin = next_context_ % contexts_.size();
+          asio::ip::tcp::socket next(*contexts_[io_balance_->Place(next_origin)]);
           asio::error_code aec;
           acceptors_[index]->accept(next, aec);
           if (aec) {
@@ -299,13 +309,13 @@ void Server::Accept(size_t index) {
             break;
           }
           next_context_++;
-          OnAccepted(index, std::move(next));
+          OnAccepted(index, std::move(next), next_origin);
         }
         Accept(index);
       });
 }
 
-void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
+void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket, size_t origin) {
   stats_.total_connections_received++;
   Config cfg = live_.Get();
   asio::error_code ec2;
@@ -351,7 +361,7 @@ void Server::OnAccepted(size_t index, asio::ip::tcp::socket socket) {
     }
   }
   auto conn = std::make_shared<Connection>(*this, std::move(socket), clients_.NextId(), home,
-                                           acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
+                                           origin, acceptor_tls_[index] ? tls_ctx_.get() : nullptr);
   clients_.Register(conn);
   conn->Start();
 }
@@ -398,6 +408,9 @@ void Server::StopAll() {
         tick_timer_->cancel();
       }
     });
+  }
+  if (io_balance_) {
+    io_balance_->Stop();
   }
   // Let every connection finish its command in flight and flush its replies.
   for (auto& conn : clients_.All()) {

@@ -30,6 +30,7 @@
 #include "server/command.h"
 #include "server/config.h"
 #include "server/dispatcher.h"
+#include "server/io_balance.h"
 #include "server/live_config.h"
 #include "server/lock_batch.h"
 #include "server/slowlog.h"
@@ -131,13 +132,18 @@ class Server {
   size_t io_threads() const { return contexts_.size(); }
   asio::io_context& io_context(size_t i) { return *contexts_[i]; }
   LockBatch& lock_batch(size_t i) { return *batches_[i]; }
+  // How many of the io threads serve connections now (adaptive-io-threads, server/io_balance.h).
+  // (connections only: it exists once Start() made the io threads)
+  IoBalance& io_balance() { return *io_balance_; }
+  size_t io_threads_in_use() const { return io_balance_ ? io_balance_->active() : 0; }
+  uint64_t io_thread_changes() const { return io_balance_ ? io_balance_->changes() : 0; }
 
   // The running configuration (server/live_config.h): CONFIG GET/SET and the hot settings.
   LiveConfig& live_config() { return live_; }
 
  private:
   void Accept(size_t acceptor);
-  void OnAccepted(size_t acceptor, asio::ip::tcp::socket socket);
+  void OnAccepted(size_t acceptor, asio::ip::tcp::socket socket, size_t origin);
   void StopAll();
   void Tick();
 
@@ -160,6 +166,7 @@ class Server {
   std::vector<std::unique_ptr<LockBatch>> batches_;  // one per io context, same index
   std::vector<asio::executor_work_guard<asio::io_context::executor_type>> guards_;
   std::vector<std::thread> threads_;
+  std::unique_ptr<IoBalance> io_balance_;
   std::vector<std::unique_ptr<asio::ip::tcp::acceptor>> acceptors_;
   std::vector<bool> acceptor_tls_;  // per acceptor: its clients speak TLS
   std::unique_ptr<asio::ssl::context> tls_ctx_;

@@ -105,6 +105,9 @@ void ServerSection(Server& server, Lines& l) {
   l.Add("io_threads_active", 0);
   l.Add("cuckood_version", "0.1.0");
   l.Add("cuckood_io_threads", server.process().io_threads);
+  // (adaptive-io-threads: how many of them serve connections now, and how often that changed)
+  l.Add("cuckood_io_threads_in_use", static_cast<uint64_t>(server.io_threads_in_use()));
+  l.Add("cuckood_io_threads_changes", server.io_thread_changes());
 }
 
 void ClientsSection(Server& server, Lines& l) {

@@ -274,8 +274,9 @@ def test_writes_set_aside_for_another_threads_batch_keep_their_order(fresh_serve
     by a read of the same item and an ECHO. A write whose key the other io thread's lock batch
     holds is set aside and run again after the thread's other work (INFO stats
     parked_commands); the pipeline behind it must wait for it: every reply comes in order, and
-    the CF.COUNT right after a CF.ADD always sees its item. Nothing is lost, also after kill -9."""
-    srv = fresh_server("--workers", "2")
+    the CF.COUNT right after a CF.ADD always sees its item. Nothing is lost, also after kill -9.
+    (Both io threads stay in use: adaptive-io-threads would gather the clients on one.)"""
+    srv = fresh_server("--workers", "2", "--adaptive-io-threads", "no")
     keys = ["park%d" % i for i in range(4)]
     c = RawClient(srv.port)
     for k in keys:

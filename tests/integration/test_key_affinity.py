@@ -68,7 +68,7 @@ def hammer(port, clients, key, rounds, seed, name_prefix=None, keep=None):
 
 
 def test_writers_of_one_key_move_and_nothing_changes_for_them(fresh_server):
-    srv = fresh_server("--workers", "2")
+    srv = fresh_server("--workers", "2", "--adaptive-io-threads", "no")
     c = RawClient(srv.port)
     assert c.call("CF.RESERVE", "hot", "400000") == b"+OK\r\n"
     kept = []
@@ -119,7 +119,7 @@ def test_moved_connections_go_back_when_quiet(fresh_server):
     """After 5 seconds without contention or a write of the hot key, a connection that moved goes
     back to the io thread it was accepted on at its next read (one more move each), and goes on
     answering."""
-    srv = fresh_server("--workers", "2")
+    srv = fresh_server("--workers", "2", "--adaptive-io-threads", "no")
     c = RawClient(srv.port)
     assert c.call("CF.RESERVE", "hot", "200000") == b"+OK\r\n"
     kept = []
@@ -140,7 +140,7 @@ def test_moved_connections_go_back_when_quiet(fresh_server):
 
 
 def test_key_affinity_no_keeps_connections_where_they_are(fresh_server):
-    srv = fresh_server("--workers", "2", "--key-affinity", "no")
+    srv = fresh_server("--workers", "2", "--key-affinity", "no", "--adaptive-io-threads", "no")
     c = RawClient(srv.port)
     assert c.call("CF.RESERVE", "hot", "200000") == b"+OK\r\n"
     problems, added = hammer(srv.port, 6, "hot", 600, 3)
