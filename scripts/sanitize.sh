@@ -8,7 +8,8 @@
 #   tsan  build-tsan/, -DCUCKOOD_SANITIZE=thread, the concurrency-relevant tests: the storage and
 #         server Catch2 tests (lock stripes, versions, compaction with RocksDB's background
 #         threads, statistics) and the integration tests test_concurrency.py,
-#         test_transactions.py and test_key_affinity.py (connections moving between io threads)
+#         test_transactions.py, test_key_affinity.py and test_adaptive_io_threads.py
+#         (connections moving between io threads)
 #         against the TSan binary (extra args go to that ctest run;
 #         SANITIZE_PYTEST=tests/integration runs the whole integration suite instead, ~5 min).
 #
@@ -108,7 +109,8 @@ main() {
     TSAN_OPTIONS="$TSAN_OPTIONS" \
       CUCKOOD_BIN="$ROOT/$BUILD/server/cuckood" nice -n "$NICE" "$python" -m pytest -q \
       -p no:cacheprovider ${SANITIZE_PYTEST:-tests/integration/test_concurrency.py \
-      tests/integration/test_transactions.py tests/integration/test_key_affinity.py} ||
+      tests/integration/test_transactions.py tests/integration/test_key_affinity.py \
+      tests/integration/test_adaptive_io_threads.py} ||
       status=$?
   fi
 
