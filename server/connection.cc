@@ -817,6 +817,7 @@ std::string Connection::Describe() const {
   s += " events=r cmd=" + snap_cmd_;
   s += " user=default redir=-1 resp=" + std::to_string(snap_proto_);
   s += " lib-name=" + lib_name_ + " lib-ver=" + lib_ver_;
+  s += " io-thread=" + std::to_string(home_.load());  // (as Redis 8: the io thread serving it)
   return s;
 }
 

@@ -81,7 +81,7 @@ std::string OwnLine(CommandContext& ctx, std::string_view cmd) {
     base = "id=" + std::to_string(c.id) + " addr=" + c.addr + " laddr=" + c.laddr +
            " fd=-1 name= age=0 idle=0 flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 "
            "qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 "
-           "events=r cmd=NULL user=default redir=-1 resp=2 lib-name= lib-ver=";
+           "events=r cmd=NULL user=default redir=-1 resp=2 lib-name= lib-ver= io-thread=0";
   }
   std::string out;
   size_t pos = 0;

@@ -85,6 +85,7 @@ class Checker(threading.Thread):
 
     def run(self):
         c = RawClient(self.port)
+        assert c.call("CLIENT", "SETNAME", self.name) == b"+OK\r\n"
         n = 0
         while not self.stop_flag.is_set():
             key = "chk:%d" % (n % 7)
@@ -170,6 +171,23 @@ def idle_cores():
     return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
+def client_list(port):
+    c = RawClient(port)
+    reply = c.call("CLIENT", "LIST")
+    c.close()
+    return reply.split(b"\r\n", 1)[1].decode()
+
+
+def benchmark_threads(port):
+    """The io threads (CLIENT LIST io-thread) of the connections running CF.ADD at -P 16 now."""
+    threads = set()
+    for line in client_list(port).splitlines():
+        fields = dict(f.split("=", 1) for f in line.split(" ") if "=" in f)
+        if fields.get("cmd") == "cf.add" and not fields.get("name"):
+            threads.add(fields.get("io-thread"))
+    return threads
+
+
 def test_a_pipelined_load_with_a_core_to_spare_takes_a_thread_back(fresh_server, load):
     srv = fresh_server("--workers", "2")
     reserve(srv.port)
@@ -190,7 +208,11 @@ def test_a_pipelined_load_with_a_core_to_spare_takes_a_thread_back(fresh_server,
         if not grew and spare < 0.6:
             pytest.skip("this host had no idle core beside the load (%.2f cores idle)" % spare)
         assert grew, "%.2f cores idle: %s" % (spare, raw_info(srv.port, "server"))
-        assert wait_for(lambda: int(raw_info(srv.port, "stats")["client_moves"]) > moves, 5)
+        # (the benchmark's connections were accepted by both threads in turn: those of the second
+        # move to it at their next read, or land on it if it was in use again before they came)
+        assert wait_for(lambda: benchmark_threads(srv.port) == {"0", "1"}, 5), \
+            (in_use(srv.port), raw_info(srv.port, "stats")["client_moves"], moves,
+             client_list(srv.port))
         time.sleep(0.3)
     finally:
         load.stop()

@@ -167,6 +167,24 @@ def test_client_errors(raw):
         raw.call("CLIENT", "HELP"))
 
 
+def test_client_list_shows_each_connections_io_thread(fresh_server):
+    # Connections are dealt to the io threads in turn; CLIENT LIST and CLIENT INFO say where each
+    # is served (io-thread, as Redis 8 does).
+    srv = fresh_server("--workers", "2")
+    clients = [RawClient(srv.port) for _ in range(4)]
+    seen = []
+    for c in clients:
+        own = c.call("CLIENT", "INFO").decode()
+        assert own.endswith("\r\n") and " io-thread=" in own
+        seen.append(own.split(" io-thread=")[1].split()[0])
+    assert sorted(seen) == ["0", "0", "1", "1"]
+    listing = clients[0].call("CLIENT", "LIST").decode()
+    assert sorted(line.split(" io-thread=")[1] for line in listing.split("\r\n", 1)[1].split("\n")
+                  if line.startswith("id=")) == ["0", "0", "1", "1"]
+    for c in clients:
+        c.close()
+
+
 def test_client_list_and_kill(server):
     a = RawClient(server.port)
     b = RawClient(server.port)

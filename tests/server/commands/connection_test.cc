@@ -208,7 +208,7 @@ TEST_CASE("CLIENT SETINFO sets the library attributes CLIENT INFO shows", "[conn
   CHECK(ts.Run({"CLIENT", "SETINFO", "lib-ver", "1.2.3"}) == "+OK\r\n");
   const std::string line = BulkPayload(ts.Run({"CLIENT", "INFO"}));
   CHECK(line.find(" lib-name=mylib") != std::string::npos);
-  CHECK(line.find(" lib-ver=1.2.3") != std::string::npos);
+  CHECK(line.find(" lib-ver=1.2.3 io-thread=0\n") != std::string::npos);
   CHECK(ts.Run({"CLIENT", "SETINFO", "COLOR", "x"}) == "-ERR Unrecognized option 'COLOR'\r\n");
   CHECK(ts.Run({"CLIENT", "SETINFO", "LIB-NAME", "a b"}) ==
         "-ERR LIB-NAME cannot contain spaces, newlines or special characters.\r\n");
