@@ -19,6 +19,13 @@ struct Window {
   uint64_t sleeps[4] = {0, 0, 0, 0};
   double idle_cores = 0;
   uint64_t commands = 0;
+  // Thread i's CPU share, wait share and sleeps.
+  Window& Thread(size_t i, double cpu_share, double wait_share, uint64_t n_sleeps) {
+    cpu[i] = cpu_share;
+    wait[i] = wait_share;
+    sleeps[i] = n_sleeps;
+    return *this;
+  }
 };
 
 constexpr double kSeconds = 0.2;
@@ -51,19 +58,13 @@ TEST_CASE("threads that wait for the CPU and sleep every few commands give one u
   // (2 io threads beside a one-command-at-a-time client on 2 cores: 63k commands a second, the
   // threads waiting half as long as they ran and sleeping every 6 commands)
   Window w;
-  w.cpu[0] = 0.58;
-  w.cpu[1] = 0.43;
-  w.wait[0] = 0.18;
-  w.wait[1] = 0.36;
-  w.sleeps[0] = 820;
-  w.sleeps[1] = 1300;
+  w.Thread(0, 0.58, 0.18, 820);
+  w.Thread(1, 0.43, 0.36, 1300);
   w.commands = 12'600;
   CHECK(DecideFor(w, 2, 2) == 1);
   // Three of four in use: one fewer, never all at once.
   Window four = w;
-  four.cpu[2] = 0.5;
-  four.wait[2] = 0.3;
-  four.sleeps[2] = 1000;
+  four.Thread(2, 0.5, 0.3, 1000);
   CHECK(DecideFor(four, 3, 4) == 2);
   // One thread is the least.
   CHECK(DecideFor(w, 1, 2) == 1);
@@ -71,35 +72,26 @@ TEST_CASE("threads that wait for the CPU and sleep every few commands give one u
 
 TEST_CASE("threads with long rounds or a CPU of their own keep their number", "[io_balance]") {
   Window contended;  // (pipelined clients: waits, but ~100 commands between sleeps)
-  contended.cpu[0] = 0.80;
-  contended.cpu[1] = 0.67;
-  contended.wait[0] = 0.09;
-  contended.wait[1] = 0.22;
-  contended.sleeps[0] = 300;
-  contended.sleeps[1] = 350;
+  contended.Thread(0, 0.80, 0.09, 300);
+  contended.Thread(1, 0.67, 0.22, 350);
   contended.commands = 65'000;
   // (waits below 30% of the CPU time: 0.31 / 1.47)
   CHECK(DecideFor(contended, 2, 2) == 2);
   // Waiting as long, but sleeping every ~100 commands: the rounds are long.
-  contended.wait[0] = 0.4;
-  contended.wait[1] = 0.4;
+  contended.Thread(0, 0.80, 0.4, 300);
+  contended.Thread(1, 0.67, 0.4, 350);
   CHECK(DecideFor(contended, 2, 2) == 2);
   // Sleeping every few commands with cores of their own (a server whose clients are elsewhere).
   Window dedicated;
-  dedicated.cpu[0] = 0.5;
-  dedicated.cpu[1] = 0.5;
-  dedicated.wait[0] = 0.01;
-  dedicated.wait[1] = 0.01;
-  dedicated.sleeps[0] = 4000;
-  dedicated.sleeps[1] = 4000;
+  dedicated.Thread(0, 0.5, 0.01, 4000);
+  dedicated.Thread(1, 0.5, 0.01, 4000);
   dedicated.commands = 20'000;
   CHECK(DecideFor(dedicated, 2, 2) == 2);
 }
 
 TEST_CASE("a busy thread with an idle core beside it takes one more in", "[io_balance]") {
   Window w;  // (one thread at -P 16 over 1,000 keys: the client leaves 0.76 of a core idle)
-  w.cpu[0] = 0.99;
-  w.sleeps[0] = 1;
+  w.Thread(0, 0.99, 0, 1);
   w.idle_cores = 0.76;
   w.commands = 52'000;
   CHECK(DecideFor(w, 1, 2) == 2);
@@ -113,22 +105,18 @@ TEST_CASE("a busy thread with an idle core beside it takes one more in", "[io_ba
   CHECK(DecideFor(busy_client, 1, 2) == 1);
   // Idle cores but a thread that is not busy: it is enough.
   Window light = w;
-  light.cpu[0] = 0.4;
+  light.Thread(0, 0.4, 0, 1);
   CHECK(DecideFor(light, 1, 2) == 1);
 }
 
 TEST_CASE("a nearly idle server or reset counters change nothing", "[io_balance]") {
   Window w;
-  w.cpu[0] = 0.02;
-  w.cpu[1] = 0.02;
-  w.wait[0] = 0.02;
-  w.wait[1] = 0.02;
-  w.sleeps[0] = 50;
-  w.sleeps[1] = 50;
+  w.Thread(0, 0.02, 0.02, 50);
+  w.Thread(1, 0.02, 0.02, 50);
   w.commands = 100;  // 500 a second
   CHECK(DecideFor(w, 2, 2) == 2);
   w.idle_cores = 2;
-  w.cpu[0] = 0.95;
+  w.Thread(0, 0.95, 0.02, 50);
   CHECK(DecideFor(w, 1, 2) == 1);
   // CONFIG RESETSTAT between two samples: the command counter went down.
   IoBalance::Sample before;
