@@ -20,11 +20,10 @@ struct Window {
   double idle_cores = 0;
   uint64_t commands = 0;
   // Thread i's CPU share, wait share and sleeps.
-  Window& Thread(size_t i, double cpu_share, double wait_share, uint64_t n_sleeps) {
+  void Thread(size_t i, double cpu_share, double wait_share, uint64_t n_sleeps) {
     cpu[i] = cpu_share;
     wait[i] = wait_share;
     sleeps[i] = n_sleeps;
-    return *this;
   }
 };
 
