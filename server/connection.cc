@@ -64,6 +64,9 @@ Connection::Connection(Server& server, asio::ip::tcp::socket socket, uint64_t id
   limits.unauthenticated = !cfg.requirepass.empty();
   parser_.set_limits(limits);
   limits_ = limits;
+  if (socket_.is_open()) {
+    fd_ = static_cast<int>(socket_.native_handle());
+  }
   client_.id = id;
   client_.tls = tls != nullptr;
   client_.authenticated = cfg.requirepass.empty();
@@ -768,6 +771,7 @@ void Connection::SyncSnapshot() {
   snap_db_ = client_.db;
   snap_proto_ = client_.proto;
   snap_multi_ = client_.in_multi;
+  snap_queued_ = client_.queued.size();
   snap_kind_ = client_.kind;
   snap_sub_ = client_.channels.size();
   snap_psub_ = client_.patterns.size();
@@ -804,13 +808,13 @@ std::string Connection::Describe() const {
   s += "id=" + std::to_string(id_);
   s += " addr=" + client_.addr;
   s += " laddr=" + client_.laddr;
-  s += " fd=-1 name=" + snap_name_;
+  s += " fd=" + std::to_string(fd_) + " name=" + snap_name_;
   s += " age=" + std::to_string(age);
   s += " idle=" + std::to_string(idle);
   s += " flags=" + ClientFlagsText(snap_kind_, snap_multi_);
   s += " db=" + std::to_string(snap_db_);
   s += " sub=" + std::to_string(snap_sub_) + " psub=" + std::to_string(snap_psub_);
-  s += " ssub=0 multi=" + std::string(snap_multi_ ? "0" : "-1");
+  s += " ssub=0 multi=" + (snap_multi_ ? std::to_string(snap_queued_) : std::string("-1"));
   s += " qbuf=" + std::to_string(qbuf) + " qbuf-free=0 argv-mem=0 multi-mem=0 rbs=16384 rbp=0";
   s += " obl=0 oll=0 omem=" + std::to_string(omem);
   s += " tot-mem=" + std::to_string(qbuf + omem + 16384);

@@ -119,6 +119,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   std::atomic<bool> moving_{false};  // between MoveTo and Land
   std::atomic<uint32_t> moves_{0};   // (timers armed before a move do nothing after it)
   int origin_;                       // the io thread it was dealt to when accepted
+  int fd_ = -1;                      // the socket's descriptor (kept when it moves: CLIENT LIST)
   int move_to_ = -1;                 // a move decided, done at the next read
   int64_t move_for_ = -1;            // the stripe of that move (-1: to its place)
   int64_t streak_stripe_ = -1;       // the stripe of the last contention, and how many in a row
@@ -166,6 +167,7 @@ class Connection : public std::enable_shared_from_this<Connection>, public PubSu
   uint16_t snap_db_ = 0;
   int snap_proto_ = 2;
   bool snap_multi_ = false;
+  size_t snap_queued_ = 0;  // commands queued in MULTI
   ClientKind snap_kind_ = ClientKind::kNormal;
   size_t snap_sub_ = 0;
   size_t snap_psub_ = 0;

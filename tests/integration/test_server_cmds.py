@@ -3,6 +3,7 @@
 Tests that change server-wide state (CONFIG SET, requirepass, SHUTDOWN, CONFIG RESETSTAT) get a
 server of their own.
 """
+import os
 import re
 
 import pytest
@@ -207,6 +208,31 @@ def test_client_list_and_kill(server):
     assert b.call("CLIENT", "KILL", "ID", idb, "SKIPME", "no") == b":1\r\n"
     with pytest.raises((ConnectionError, OSError)):
         b.call("PING")
+
+
+def test_client_list_shows_each_connections_descriptor(server):
+    # fd= is the connection's socket in the server process, as Redis shows it.
+    clients = [RawClient(server.port) for _ in range(3)]
+    fds = []
+    for c in clients:
+        own = c.call("CLIENT", "INFO").decode()
+        fds.append(int(re.search(r" fd=(-?\d+) ", own).group(1)))
+    assert len(set(fds)) == 3 and min(fds) > 2
+    for fd in fds:
+        assert os.readlink("/proc/%d/fd/%d" % (server.proc.pid, fd)).startswith("socket:")
+    listing = clients[0].call("CLIENT", "LIST").decode()
+    assert all(" fd=%d " % fd in listing for fd in fds)
+    # multi= is -1 outside MULTI, and the number of commands queued inside it.
+    ida = int(clients[1].call("CLIENT", "ID")[1:-2])
+    assert " multi=-1 " in clients[0].call("CLIENT", "LIST", "ID", str(ida)).decode()
+    assert clients[1].call("MULTI") == b"+OK\r\n"
+    assert clients[1].call("PING") == b"+QUEUED\r\n"
+    assert clients[1].call("CF.EXISTS", "fd-k", "x") == b"+QUEUED\r\n"
+    line = clients[0].call("CLIENT", "LIST", "ID", str(ida)).decode()
+    assert " multi=2 " in line and " flags=x " in line
+    assert clients[1].call("DISCARD") == b"+OK\r\n"
+    for c in clients:
+        c.close()
 
 
 # ---- INFO ---------------------------------------------------------------------------------------
