@@ -9,7 +9,7 @@ namespace {
 // More nodes than slots cannot all be useful; the bound keeps owner_ indices in int16_t.
 constexpr size_t kMaxNodes = kSlotCount;
 
-storage::Status Invalid(std::string_view text) {
+storage::Status InvalidTopology(std::string_view text) {
   return {storage::Code::kInvalid, "ERR " + std::string(text)};
 }
 
@@ -94,53 +94,53 @@ bool ValidNodeId(std::string_view id) {
 storage::StatusOr<Topology> Topology::Parse(std::string_view text) {
   const auto lines = SplitNonEmpty(text, '\n');
   if (lines.empty() || lines.size() > kMaxNodes) {
-    return Invalid(kErrInvalidNodesInfo);
+    return InvalidTopology(kErrInvalidNodesInfo);
   }
   Topology t;
   for (auto line : lines) {
     const auto fields = SplitNonEmpty(line, ' ');
     if (fields.size() < 5) {
-      return Invalid(kErrInvalidNodesInfo);
+      return InvalidTopology(kErrInvalidNodesInfo);
     }
     Node node;
     if (!ValidNodeId(fields[0])) {
-      return Invalid(kErrInvalidNodeId);
+      return InvalidTopology(kErrInvalidNodeId);
     }
     node.id = std::string(fields[0]);
     node.host = std::string(fields[1]);
     if (!ParseBounded(fields[2], 1, 65535, &node.port)) {
-      return Invalid(kErrInvalidPort);
+      return InvalidTopology(kErrInvalidPort);
     }
     if (EqualsNoCase(fields[3], "master")) {
       node.role = Role::kMaster;
       if (fields[4] != "-") {
-        return Invalid(kErrInvalidNodeId);
+        return InvalidTopology(kErrInvalidNodeId);
       }
     } else if (EqualsNoCase(fields[3], "slave") || EqualsNoCase(fields[3], "replica")) {
       node.role = Role::kSlave;
       if (!ValidNodeId(fields[4])) {
-        return Invalid(kErrInvalidNodeId);
+        return InvalidTopology(kErrInvalidNodeId);
       }
       if (fields.size() != 5) {
-        return Invalid(kErrInvalidNodesInfo);
+        return InvalidTopology(kErrInvalidNodesInfo);
       }
       node.master_id = std::string(fields[4]);
     } else {
-      return Invalid(kErrInvalidRole);
+      return InvalidTopology(kErrInvalidRole);
     }
     const auto index = static_cast<int16_t>(t.nodes_.size());
     if (!t.index_.emplace(node.id, t.nodes_.size()).second) {
-      return Invalid(kErrDuplicateNodeId);
+      return InvalidTopology(kErrDuplicateNodeId);
     }
     for (size_t i = 5; i < fields.size(); ++i) {
       SlotRange r;
       if (!ParseSlotRange(fields[i], &r)) {
-        return Invalid(kErrSlotOutOfRange);
+        return InvalidTopology(kErrSlotOutOfRange);
       }
       for (int s = r.start; s <= r.end; ++s) {
         auto& owner = t.owner_[static_cast<size_t>(s)];
         if (owner != -1) {
-          return Invalid(kErrSlotOverlapped);
+          return InvalidTopology(kErrSlotOverlapped);
         }
         owner = index;
       }
@@ -181,10 +181,10 @@ storage::Status Topology::AssignSlots(const std::vector<SlotRange>& ranges,
                                       std::string_view node_id) {
   const auto it = index_.find(std::string(node_id));
   if (it == index_.end()) {
-    return Invalid(kErrNoSuchNode);
+    return InvalidTopology(kErrNoSuchNode);
   }
   if (nodes_[it->second].role != Role::kMaster) {
-    return Invalid(kErrNoMasterNode);
+    return InvalidTopology(kErrNoMasterNode);
   }
   const auto index = static_cast<int16_t>(it->second);
   for (const auto& r : ranges) {

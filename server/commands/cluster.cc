@@ -14,7 +14,6 @@
 namespace cuckood::server {
 namespace {
 
-constexpr std::string_view kClusterDisabled = "ERR This instance has cluster support disabled";
 constexpr std::string_view kInvalidSlot = "ERR Invalid slot";
 constexpr std::string_view kInvalidSlotOrCount = "ERR Invalid slot or number of keys";
 constexpr std::string_view kResetWithKeys =

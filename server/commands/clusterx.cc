@@ -20,7 +20,7 @@ constexpr std::string_view kInvalidNodeId = "ERR Invalid node id";
 constexpr std::string_view kInvalidMigrateOptions = "ERR Invalid migrate options";
 constexpr std::string_view kInvalidImportState = "ERR Invalid import state";
 
-cluster::ClusterState* Enabled(CommandContext& ctx) {
+cluster::ClusterState* ClusterxEnabled(CommandContext& ctx) {
   cluster::ClusterState* state = ctx.server.cluster();
   if (state == nullptr) {
     ctx.out.Error(kClusterModeDisabled);
@@ -37,14 +37,14 @@ void Reply(CommandContext& ctx, const storage::Status& s) {
 }
 
 void SetNodeId(CommandContext& ctx) {
-  if (auto* state = Enabled(ctx)) {
+  if (auto* state = ClusterxEnabled(ctx)) {
     Reply(ctx, state->SetNodeId(ctx.argv[2]));
   }
 }
 
 // CLUSTERX SETNODES <topology> <version> [FORCE]
 void SetNodes(CommandContext& ctx) {
-  auto* state = Enabled(ctx);
+  auto* state = ClusterxEnabled(ctx);
   if (state == nullptr) {
     return;
   }
@@ -69,7 +69,7 @@ void SetNodes(CommandContext& ctx) {
 
 // CLUSTERX SETSLOT <slot|a-b> NODE <node id> <version>
 void SetSlot(CommandContext& ctx) {
-  auto* state = Enabled(ctx);
+  auto* state = ClusterxEnabled(ctx);
   if (state == nullptr) {
     return;
   }
@@ -99,13 +99,13 @@ void SetSlot(CommandContext& ctx) {
 }
 
 void Version(CommandContext& ctx) {
-  if (auto* state = Enabled(ctx)) {
+  if (auto* state = ClusterxEnabled(ctx)) {
     ctx.out.Bulk(std::to_string(state->Snapshot()->version));
   }
 }
 
 void MyId(CommandContext& ctx) {
-  if (auto* state = Enabled(ctx)) {
+  if (auto* state = ClusterxEnabled(ctx)) {
     const auto view = state->Snapshot();
     if (view->myid.empty()) {
       ctx.out.Error("CLUSTERDOWN " + std::string(cluster::kErrNotInitialized));
@@ -125,8 +125,8 @@ void ReplyOutcome(CommandContext& ctx, const std::optional<std::string>& error) 
 
 // CLUSTERX MIGRATE <slot|a-b> <destination node id>: +OK at once, the work runs in the
 // background (CLUSTER INFO's migrating_state tells how it ends).
-void Migrate(CommandContext& ctx) {
-  if (Enabled(ctx) == nullptr) {
+void ClusterxMigrate(CommandContext& ctx) {
+  if (ClusterxEnabled(ctx) == nullptr) {
     return;
   }
   if (ctx.argv.size() != 4) {
@@ -147,7 +147,7 @@ void Migrate(CommandContext& ctx) {
 
 // CLUSTERX IMPORT <slot|a-b> start|success|fail [version]: sent by a migrating source.
 void Import(CommandContext& ctx) {
-  if (Enabled(ctx) == nullptr) {
+  if (ClusterxEnabled(ctx) == nullptr) {
     return;
   }
   cluster::SlotRange range;
@@ -176,7 +176,7 @@ void Import(CommandContext& ctx) {
 
 // CLUSTERX APPLYBATCH <raw write batch>: records of the slots being imported.
 void ApplyBatch(CommandContext& ctx) {
-  if (Enabled(ctx) != nullptr) {
+  if (ClusterxEnabled(ctx) != nullptr) {
     ReplyOutcome(ctx, ctx.server.slot_migrator()->ApplyBatch(std::string(ctx.argv[2])));
   }
 }
@@ -279,7 +279,7 @@ CommandSpec ClusterXCommandSpec() {
       .name = "clusterx|migrate",
       .arity = -4,
       .flags = kSet,
-      .handler = Migrate,
+      .handler = ClusterxMigrate,
       .summary = "Moves slots to another master.",
       .since = "1.0.0",
       .group = "cluster",

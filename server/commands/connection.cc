@@ -28,13 +28,9 @@ constexpr std::string_view kHelloNoAuth =
     "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO "
     "AUTH <user> <pass> option can be used to authenticate the client and select the RESP "
     "protocol version at the same time";
-constexpr std::string_view kBadClientName =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
 constexpr std::string_view kSelectInClusterMode = "ERR SELECT is not allowed in cluster mode";
 constexpr std::string_view kRedisVersion = "7.0.15";
 // The module clients look for to find the cuckoo commands (RedisBloom 2.8.2).
-constexpr std::string_view kModuleName = "bf";
 constexpr int64_t kModuleVersion = 20820;
 
 // Compares without an early exit, so the time taken does not tell how much of a guess matched.
@@ -55,16 +51,6 @@ bool CheckPassword(CommandContext& ctx, std::string_view user, std::string_view 
   }
   const std::string required = ctx.server.live_config().Get().requirepass;
   return required.empty() || ConstantTimeEquals(pass, required);
-}
-
-// Client names and library attributes: printable ASCII without spaces ('!' .. '~').
-bool ValidClientAttr(std::string_view s) {
-  for (char c : s) {
-    if (c < '!' || c > '~') {
-      return false;
-    }
-  }
-  return true;
 }
 
 // ---- PING / ECHO / QUIT / RESET -----------------------------------------------------------------

@@ -23,17 +23,6 @@ constexpr std::string_view kPauseTimeoutNotInteger =
     "ERR timeout is not an integer or out of range";
 constexpr std::string_view kPauseTimeoutNegative = "ERR timeout is negative";
 constexpr std::string_view kPauseMode = "ERR CLIENT PAUSE mode must be WRITE or ALL";
-constexpr std::string_view kBadClientName =
-    "ERR Client names cannot contain spaces, newlines or special characters.";
-
-bool ValidClientAttr(std::string_view s) {
-  for (char c : s) {
-    if (c < '!' || c > '~') {
-      return false;
-    }
-  }
-  return true;
-}
 
 // Redis's client types (CLIENT LIST TYPE, CLIENT KILL TYPE); "slave" is "replica".
 std::optional<ClientKind> ParseClientType(std::string_view t) {

@@ -21,8 +21,6 @@ namespace cuckood::server {
 
 namespace {
 
-constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
-
 // Redis's getIntFromObjectOrReply: an integer that fits in an int. Otherwise `error` when one is
 // given, else Redis's two errors (not an integer / outside an int).
 std::optional<int64_t> ParseDbIndex(CommandContext& ctx, std::string_view arg,

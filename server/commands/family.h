@@ -15,6 +15,23 @@
 namespace cuckood::server {
 
 // The subcommand row of `parent` named by `sub` (case-insensitive), or nullptr.
+// Client names and library attributes: printable ASCII without spaces ('!' .. '~').
+inline bool ValidClientAttr(std::string_view s) {
+  for (char c : s) {
+    if (c < '!' || c > '~') {
+      return false;
+    }
+  }
+  return true;
+}
+inline constexpr std::string_view kBadClientName =
+    "ERR Client names cannot contain spaces, newlines or special characters.";
+inline constexpr std::string_view kDbOutOfRange = "ERR DB index is out of range";
+inline constexpr std::string_view kClusterDisabled =
+    "ERR This instance has cluster support disabled";
+// The name of the RedisBloom module, where replies list modules.
+inline constexpr std::string_view kModuleName = "bf";
+
 inline const CommandSpec* FindSubcommand(const CommandSpec& parent, std::string_view sub) {
   const std::string wanted = parent.name + "|" + ToLower(sub);
   for (const auto& s : parent.subcommands) {

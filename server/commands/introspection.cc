@@ -21,8 +21,6 @@
 namespace cuckood::server {
 namespace {
 
-constexpr std::string_view kModuleName = "bf";
-
 bool IsModuleCommand(const CommandSpec& spec) {
   return spec.name.rfind("cf.", 0) == 0 || spec.name.rfind("bf.", 0) == 0;
 }

@@ -26,7 +26,6 @@ namespace cuckood::server {
 namespace {
 
 constexpr std::string_view kBackupDirName = "backup";
-constexpr std::string_view kClusterDisabled = "ERR This instance has cluster support disabled";
 
 // ---- CONFIG -------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 
 #include "cluster/cluster.h"
 #include "cluster/nodes_file.h"
+#include "node_ids.h"
 
 namespace fs = std::filesystem;
 using cuckood::cluster::ClusterOptions;
@@ -18,10 +19,6 @@ using cuckood::cluster::RouteQuery;
 using cuckood::cluster::WriteNodesFile;
 
 namespace {
-
-const std::string kA = "Eo9a7ihKMsKPh8nspyTog7P010lxQpMfSUwmMbsQ";
-const std::string kB = "yWn4949hMP0ywvvcAilG77z1KgR2BPFIR4IzbKRM";
-const std::string kC = "RFD8qHce1nZADChRm1I9w6oKt494ZMZKsO23AHOq";
 
 struct TempDir {
   fs::path path;

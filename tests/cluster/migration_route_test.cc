@@ -9,14 +9,12 @@
 #include <vector>
 
 #include "cluster/cluster.h"
+#include "node_ids.h"
 
 namespace fs = std::filesystem;
 using namespace cuckood::cluster;
 
 namespace {
-
-const std::string kA = "Eo9a7ihKMsKPh8nspyTog7P010lxQpMfSUwmMbsQ";
-const std::string kC = "RFD8qHce1nZADChRm1I9w6oKt494ZMZKsO23AHOq";
 
 std::string Topo(const std::string& a_slots, const std::string& c_slots) {
   return kA + " 127.0.0.1 7301 master - " + a_slots + "\n" + kC + " 127.0.0.1 7303 master - " +

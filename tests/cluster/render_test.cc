@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "node_ids.h"
+
 using cuckood::cluster::RenderInfo;
 using cuckood::cluster::RenderNodes;
 using cuckood::cluster::Shards;
@@ -12,10 +14,6 @@ using cuckood::cluster::Topology;
 using cuckood::cluster::View;
 
 namespace {
-
-const std::string kA = "Eo9a7ihKMsKPh8nspyTog7P010lxQpMfSUwmMbsQ";
-const std::string kB = "yWn4949hMP0ywvvcAilG77z1KgR2BPFIR4IzbKRM";
-const std::string kC = "RFD8qHce1nZADChRm1I9w6oKt494ZMZKsO23AHOq";
 
 View Make(const std::string& myid) {
   auto t = Topology::Parse(kA + " 127.0.0.1 7301 master - 0-99 200-5460 7000\n" + kB +

@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "node_ids.h"
+
 using cuckood::cluster::KeySlot;
 using cuckood::cluster::Route;
 using cuckood::cluster::RouteKind;
@@ -12,11 +14,11 @@ using cuckood::cluster::Topology;
 
 namespace {
 
-const std::string kA = "Eo9a7ihKMsKPh8nspyTog7P010lxQpMfSUwmMbsQ";  // master 0-5460 on 7301
-const std::string kB = "yWn4949hMP0ywvvcAilG77z1KgR2BPFIR4IzbKRM";  // slave of A on 7302
-const std::string kC = "RFD8qHce1nZADChRm1I9w6oKt494ZMZKsO23AHOq";  // master 5461-10921, 7303
+// kA: master 0-5460 on 7301
+// kB: slave of A on 7302
+// kC: master 5461-10921, 7303
 
-Topology Make() {
+Topology MakeRoutingTopology() {
   auto t =
       Topology::Parse(kA + " 127.0.0.1 7301 master - 0-5460\n" + kB + " 127.0.0.1 7302 slave " +
                       kA + "\n" + kC + " host-c 7303 master - 5461-10921\n");
@@ -36,7 +38,7 @@ RouteQuery Query(const std::vector<std::string_view>& keys, bool write = false,
 }  // namespace
 
 TEST_CASE("Route runs keys of this node's slots here", "[cluster][routing]") {
-  const Topology t = Make();
+  const Topology t = MakeRoutingTopology();
   const auto* a = t.Find(kA);
   std::vector<std::string_view> keys = {"bar"};  // slot 5061, served by A
   auto r = Route(&t, a, Query(keys, true));
@@ -48,7 +50,7 @@ TEST_CASE("Route runs keys of this node's slots here", "[cluster][routing]") {
 }
 
 TEST_CASE("Route answers MOVED with the owner's address", "[cluster][routing]") {
-  const Topology t = Make();
+  const Topology t = MakeRoutingTopology();
   std::vector<std::string_view> keys = {"hello{foo}"};  // slot 12182: nobody
   std::vector<std::string_view> c_keys = {"{z}"};
   const int slot = KeySlot("{z}");
@@ -72,7 +74,7 @@ TEST_CASE("Route answers MOVED with the owner's address", "[cluster][routing]") 
 }
 
 TEST_CASE("Route refuses keys of several slots with CROSSSLOT", "[cluster][routing]") {
-  const Topology t = Make();
+  const Topology t = MakeRoutingTopology();
   std::vector<std::string_view> keys = {"bar", "foo"};
   auto r = Route(&t, t.Find(kA), Query(keys));
   CHECK(r.kind == RouteKind::kCrossSlot);
@@ -84,7 +86,7 @@ TEST_CASE("Route refuses keys of several slots with CROSSSLOT", "[cluster][routi
 
 TEST_CASE("Route: a replica serves reads of its master's slots to READONLY clients only",
           "[cluster][routing]") {
-  const Topology t = Make();
+  const Topology t = MakeRoutingTopology();
   const auto* b = t.Find(kB);
   std::vector<std::string_view> keys = {"bar"};  // A's slot
   CHECK(Route(&t, b, Query(keys, false, true)).kind == RouteKind::kHere);

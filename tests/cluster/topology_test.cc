@@ -3,16 +3,14 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "node_ids.h"
+
 using cuckood::cluster::KeySlot;
 using cuckood::cluster::Role;
 using cuckood::cluster::SlotRange;
 using cuckood::cluster::Topology;
 
 namespace {
-
-const std::string kA = "Eo9a7ihKMsKPh8nspyTog7P010lxQpMfSUwmMbsQ";
-const std::string kB = "yWn4949hMP0ywvvcAilG77z1KgR2BPFIR4IzbKRM";
-const std::string kC = "RFD8qHce1nZADChRm1I9w6oKt494ZMZKsO23AHOq";
 
 std::string ParseError(const std::string& text) {
   auto t = Topology::Parse(text);

@@ -10,7 +10,8 @@ using cuckood::core::testing::TestFilter;
 
 namespace {
 
-FilterMeta RawMeta(uint64_t buckets, uint16_t bucket_size, uint16_t expansion, uint32_t filters) {
+FilterMeta RawChainMeta(uint64_t buckets, uint16_t bucket_size, uint16_t expansion,
+                        uint32_t filters) {
   FilterMeta m;
   m.base_num_buckets = buckets;
   m.bucket_size = bucket_size;
@@ -27,7 +28,7 @@ FilterMeta RawMeta(uint64_t buckets, uint16_t bucket_size, uint16_t expansion, u
 //   sub-filter 2: b0 = [8, ]    b1 = [10, ]
 // 8 cannot move (bucket 0 is full everywhere); 10 and 6 can move to sub-filter 0's bucket 1.
 TestFilter StuckLayout() {
-  TestFilter t(RawMeta(2, 2, 1, 3));
+  TestFilter t(RawChainMeta(2, 2, 1, 3));
   t.access.SetSlot(0, 0, 0, 2);
   t.access.SetSlot(0, 0, 1, 12);
   t.access.SetSlot(1, 0, 0, 4);
@@ -46,7 +47,7 @@ TEST_CASE("Compaction moves into bucket b % N_j first, then the alternate, oldes
           "[compact]") {
   // Sub-filter 0 has 2 buckets, 1 has 4, 2 has 8 (expansion 2), one slot each.
   SECTION("primary target") {
-    TestFilter t(RawMeta(2, 1, 2, 2));
+    TestFilter t(RawChainMeta(2, 1, 2, 2));
     t.access.SetSlot(1, 3, 0, 5);
     REQUIRE(t.CompactAll());
     CHECK(t.access.Slot(0, 1, 0) == 5);  // 3 % 2
@@ -54,7 +55,7 @@ TEST_CASE("Compaction moves into bucket b % N_j first, then the alternate, oldes
     CHECK(t.meta.num_filters == 1);
   }
   SECTION("alternate target when the primary is full") {
-    TestFilter t(RawMeta(2, 1, 2, 2));
+    TestFilter t(RawChainMeta(2, 1, 2, 2));
     t.access.SetSlot(0, 1, 0, 7);
     t.access.SetSlot(1, 3, 0, 5);  // odd fingerprint: alternate of 3 is even
     REQUIRE(t.CompactAll());
@@ -62,7 +63,7 @@ TEST_CASE("Compaction moves into bucket b % N_j first, then the alternate, oldes
     CHECK(t.meta.num_filters == 1);
   }
   SECTION("oldest sub-filter with room wins") {
-    TestFilter t(RawMeta(2, 1, 2, 3));
+    TestFilter t(RawChainMeta(2, 1, 2, 3));
     t.access.SetSlot(2, 5, 0, 9);
     REQUIRE(t.CompactAll());
     CHECK(t.access.Slot(0, 1, 0) == 9);  // 5 % 2, not 5 % 4 in sub-filter 1
@@ -71,7 +72,7 @@ TEST_CASE("Compaction moves into bucket b % N_j first, then the alternate, oldes
   }
   SECTION("the bucket of the larger sub-filter decides the targets") {
     // Bucket 6 of sub-filter 2 (8 buckets) maps to bucket 2 of sub-filter 1 (4 buckets).
-    TestFilter t(RawMeta(2, 1, 2, 3));
+    TestFilter t(RawChainMeta(2, 1, 2, 3));
     t.access.SetSlot(0, 0, 0, 1);
     t.access.SetSlot(0, 1, 0, 1);
     t.access.SetSlot(2, 6, 0, 9);
@@ -109,7 +110,7 @@ TEST_CASE("Continue mode goes on with older sub-filters after a stuck one", "[co
 
 TEST_CASE("Only trailing emptied sub-filters are dropped", "[compact]") {
   SECTION("all newer sub-filters empty out") {
-    TestFilter t(RawMeta(2, 2, 1, 3));
+    TestFilter t(RawChainMeta(2, 2, 1, 3));
     t.access.SetSlot(1, 0, 0, 4);
     t.access.SetSlot(2, 1, 0, 10);
     t.meta.num_items = 2;
@@ -120,7 +121,7 @@ TEST_CASE("Only trailing emptied sub-filters are dropped", "[compact]") {
   SECTION("an emptied middle sub-filter stays") {
     // One-slot buckets, 2 per sub-filter. 8 (even) only fits bucket 0, full in 0 and 1 while
     // sub-filter 2 is walked; 5 (odd) then moves to bucket 1 of sub-filter 0.
-    TestFilter t(RawMeta(2, 1, 1, 3));
+    TestFilter t(RawChainMeta(2, 1, 1, 3));
     t.access.SetSlot(0, 0, 0, 2);
     t.access.SetSlot(1, 0, 0, 5);
     t.access.SetSlot(2, 0, 0, 8);
@@ -148,7 +149,7 @@ TEST_CASE("Compaction resets num_deletes even with a single sub-filter", "[compa
 TEST_CASE("A delete compacts once num_deletes exceeds 10% of num_items with 2+ sub-filters",
           "[compact]") {
   // 2 sub-filters of 64 buckets; 20 items with the two newest in sub-filter 1.
-  TestFilter t(RawMeta(64, 2, 1, 2));
+  TestFilter t(RawChainMeta(64, 2, 1, 2));
   for (uint64_t i = 0; i < 20; ++i) {
     t.access.SetSlot(0, i, 0, static_cast<uint8_t>(i + 1));
   }
@@ -172,7 +173,7 @@ TEST_CASE("A delete compacts once num_deletes exceeds 10% of num_items with 2+ s
 
 TEST_CASE("The delete threshold compares against num_items after the decrement", "[compact]") {
   // 10 items, 2 sub-filters: the first delete leaves 9 items and 1 delete (1 > 0.9: compact).
-  TestFilter t(RawMeta(64, 2, 1, 2));
+  TestFilter t(RawChainMeta(64, 2, 1, 2));
   const ItemHash a = HashItem("a");
   t.access.SetSlot(1, PrimaryBucket(a.hash, 64), 0, a.fp);
   for (uint64_t i = 0; i < 9; ++i) {
@@ -186,7 +187,7 @@ TEST_CASE("The delete threshold compares against num_items after the decrement",
 
 TEST_CASE("Compaction skips storage that was never written", "[compact]") {
   // Two sub-filters of 2^32 one-slot buckets, one fingerprint far inside the second.
-  TestFilter t(RawMeta(1ULL << 32, 1, 1, 2), 1024);
+  TestFilter t(RawChainMeta(1ULL << 32, 1, 1, 2), 1024);
   t.access.SetSlot(1, (1ULL << 31) + 5, 0, 77);
   t.meta.num_items = 1;
   REQUIRE(t.CompactAll());

@@ -16,7 +16,8 @@ uint64_t LoadFactorBuckets(uint64_t capacity, uint16_t bucket_size, Limits limit
   return BaseBuckets(capacity, bucket_size, SizingPolicy::kLoadFactor, limits);
 }
 
-FilterMeta Meta(uint64_t base, uint16_t expansion, uint32_t filters = 1, uint16_t bucket_size = 2) {
+FilterMeta SizingMeta(uint64_t base, uint16_t expansion, uint32_t filters = 1,
+                      uint16_t bucket_size = 2) {
   FilterMeta m;
   m.base_num_buckets = base;
   m.expansion = expansion;
@@ -103,38 +104,38 @@ TEST_CASE("Load-factor sizing is next_pow2(ceil(capacity / bucket size / 0.955))
 }
 
 TEST_CASE("SubFilterBuckets is base * expansion^i with overflow giving 0", "[sizing]") {
-  CHECK(SubFilterBuckets(Meta(512, 2), 0) == 512);
-  CHECK(SubFilterBuckets(Meta(512, 2), 1) == 1024);
-  CHECK(SubFilterBuckets(Meta(512, 2), 3) == 4096);
-  CHECK(SubFilterBuckets(Meta(512, 1), 65534) == 512);
-  CHECK(SubFilterBuckets(Meta(512, 0), 0) == 512);
-  CHECK(SubFilterBuckets(Meta(512, 0), 1) == 0);
-  CHECK(SubFilterBuckets(Meta(512, 32768), 1) == 1ULL << 24);
-  CHECK(SubFilterBuckets(Meta(512, 32768), 2) == 1ULL << 39);
-  CHECK(SubFilterBuckets(Meta(512, 32768), 3) == 1ULL << 54);
-  CHECK(SubFilterBuckets(Meta(512, 32768), 4) == 0);
-  CHECK(SubFilterBuckets(Meta(512, 32768), 65534) == 0);
-  CHECK(SubFilterBuckets(Meta(1ULL << 40, 32768), 1) == 1ULL << 55);
-  CHECK(SubFilterBuckets(Meta(1ULL << 41, 32768), 1) == 0);  // 2^56 > 2^56 - 1
+  CHECK(SubFilterBuckets(SizingMeta(512, 2), 0) == 512);
+  CHECK(SubFilterBuckets(SizingMeta(512, 2), 1) == 1024);
+  CHECK(SubFilterBuckets(SizingMeta(512, 2), 3) == 4096);
+  CHECK(SubFilterBuckets(SizingMeta(512, 1), 65534) == 512);
+  CHECK(SubFilterBuckets(SizingMeta(512, 0), 0) == 512);
+  CHECK(SubFilterBuckets(SizingMeta(512, 0), 1) == 0);
+  CHECK(SubFilterBuckets(SizingMeta(512, 32768), 1) == 1ULL << 24);
+  CHECK(SubFilterBuckets(SizingMeta(512, 32768), 2) == 1ULL << 39);
+  CHECK(SubFilterBuckets(SizingMeta(512, 32768), 3) == 1ULL << 54);
+  CHECK(SubFilterBuckets(SizingMeta(512, 32768), 4) == 0);
+  CHECK(SubFilterBuckets(SizingMeta(512, 32768), 65534) == 0);
+  CHECK(SubFilterBuckets(SizingMeta(1ULL << 40, 32768), 1) == 1ULL << 55);
+  CHECK(SubFilterBuckets(SizingMeta(1ULL << 41, 32768), 1) == 0);  // 2^56 > 2^56 - 1
   // A LOADCHUNK header may carry a non-power-of-two expansion: counts are kept as they are.
-  CHECK(SubFilterBuckets(Meta(4, 3), 1) == 12);
-  CHECK(SubFilterBuckets(Meta(4, 3), 2) == 36);
-  CHECK(SubFilterBuckets(Meta(0, 1), 0) == 0);
+  CHECK(SubFilterBuckets(SizingMeta(4, 3), 1) == 12);
+  CHECK(SubFilterBuckets(SizingMeta(4, 3), 2) == 36);
+  CHECK(SubFilterBuckets(SizingMeta(0, 1), 0) == 0);
 }
 
 TEST_CASE("SubFilterBytes multiplies by the bucket size and reports overflow as 0", "[sizing]") {
-  CHECK(SubFilterBytes(Meta(512, 2, 1, 2), 0) == 1024);
-  CHECK(SubFilterBytes(Meta(512, 2, 1, 255), 1) == 1024 * 255);
-  CHECK(SubFilterBytes(Meta(1ULL << 55, 1, 1, 255), 0) == (1ULL << 55) * 255);
-  CHECK(SubFilterBytes(Meta(1ULL << 55, 1, 1, 1024), 0) == 0);
-  CHECK(SubFilterBytes(Meta(512, 0, 1, 2), 1) == 0);
+  CHECK(SubFilterBytes(SizingMeta(512, 2, 1, 2), 0) == 1024);
+  CHECK(SubFilterBytes(SizingMeta(512, 2, 1, 255), 1) == 1024 * 255);
+  CHECK(SubFilterBytes(SizingMeta(1ULL << 55, 1, 1, 255), 0) == (1ULL << 55) * 255);
+  CHECK(SubFilterBytes(SizingMeta(1ULL << 55, 1, 1, 1024), 0) == 0);
+  CHECK(SubFilterBytes(SizingMeta(512, 0, 1, 2), 1) == 0);
 }
 
 TEST_CASE("InfoSize is 40 + 16 per sub-filter + every sub-filter's bytes", "[sizing]") {
-  CHECK(InfoSize(Meta(512, 1, 1, 2)) == 1080);  // CF.RESERVE a 1000
-  CHECK(InfoSize(Meta(4, 0, 1, 2)) == 64);      // CF.RESERVE a 9 EXPANSION 0
+  CHECK(InfoSize(SizingMeta(512, 1, 1, 2)) == 1080);  // CF.RESERVE a 1000
+  CHECK(InfoSize(SizingMeta(4, 0, 1, 2)) == 64);      // CF.RESERVE a 9 EXPANSION 0
   // Issue #533: 19 sub-filters, base 8192 buckets, expansion 2.
-  CHECK(InfoSize(Meta(8192, 2, 19, 2)) == 8589918552ULL);
+  CHECK(InfoSize(SizingMeta(8192, 2, 19, 2)) == 8589918552ULL);
   // Upstream counter-overflow test: 65535 sub-filters of 2 one-slot buckets.
-  CHECK(InfoSize(Meta(2, 1, 65535, 1)) == 1179670);
+  CHECK(InfoSize(SizingMeta(2, 1, 65535, 1)) == 1179670);
 }

@@ -39,9 +39,9 @@ class TempDir {
 };
 
 // argv for ParseCommandLine from string literals.
-class Argv {
+class CliArgv {
  public:
-  Argv(std::initializer_list<std::string> args) : args_(args) {
+  CliArgv(std::initializer_list<std::string> args) : args_(args) {
     for (auto& a : args_) {
       ptrs_.push_back(a.data());
     }
@@ -527,26 +527,26 @@ TEST_CASE("ParseCommandLine applies the config file, then the flags", "[config]"
   bool check = true;
 
   SECTION("--config FILE with overriding flags") {
-    Argv a{"cuckood",
-           "--port",
-           "7001",
-           "--config",
-           path,
-           "--slowlog-log-slower-than",
-           "-1",
-           "--bind",
-           "0.0.0.0",
-           "::1",
-           "--log-level",
-           "warning",
-           "--cf-page-size=4kb",
-           "--rename-command",
-           "FLUSHALL",
-           "",
-           "--appendfsync",
-           "no",
-           "--appendfsync",
-           "always"};
+    CliArgv a{"cuckood",
+              "--port",
+              "7001",
+              "--config",
+              path,
+              "--slowlog-log-slower-than",
+              "-1",
+              "--bind",
+              "0.0.0.0",
+              "::1",
+              "--log-level",
+              "warning",
+              "--cf-page-size=4kb",
+              "--rename-command",
+              "FLUSHALL",
+              "",
+              "--appendfsync",
+              "no",
+              "--appendfsync",
+              "always"};
     REQUIRE(ParseCommandLine(a.argc(), a.argv(), &cfg, &exit_code, &check));
     CHECK(exit_code == 0);
     CHECK_FALSE(check);
@@ -561,7 +561,7 @@ TEST_CASE("ParseCommandLine applies the config file, then the flags", "[config]"
   }
 
   SECTION("a positional config file, --check, and the file name reported back") {
-    Argv a{"cuckood", path, "--check", "--workers", "5"};
+    CliArgv a{"cuckood", path, "--check", "--workers", "5"};
     std::string file;
     REQUIRE(ParseCommandLine(a.argc(), a.argv(), &cfg, &exit_code, &check, &file));
     CHECK(check);
@@ -571,7 +571,7 @@ TEST_CASE("ParseCommandLine applies the config file, then the flags", "[config]"
   }
 
   SECTION("no arguments keep the defaults") {
-    Argv a{"cuckood"};
+    CliArgv a{"cuckood"};
     std::string file = "x";
     REQUIRE(ParseCommandLine(a.argc(), a.argv(), &cfg, &exit_code, &check, &file));
     CHECK_FALSE(check);
@@ -581,7 +581,7 @@ TEST_CASE("ParseCommandLine applies the config file, then the flags", "[config]"
 
   SECTION("--version and --help print to stdout and ask to exit with code 0") {
     for (const char* flag : {"--version", "--help"}) {
-      Argv a{"cuckood", flag};
+      CliArgv a{"cuckood", flag};
       exit_code = -1;
       std::ostringstream captured;
       std::streambuf* saved = std::cout.rdbuf(captured.rdbuf());
@@ -597,7 +597,7 @@ TEST_CASE("ParseCommandLine applies the config file, then the flags", "[config]"
 
   SECTION("bad input throws with a clear message") {
     auto throws = [&](std::initializer_list<std::string> args, const std::string& what) {
-      Argv a(args);
+      CliArgv a(args);
       Config c;
       CHECK_THROWS_WITH(ParseCommandLine(a.argc(), a.argv(), &c, &exit_code, &check),
                         Catch::Contains(what));

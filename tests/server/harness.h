@@ -21,6 +21,10 @@
 
 namespace cuckood::test {
 
+// The WRONGTYPE error reply, as it goes on the wire.
+inline constexpr std::string_view kWrongType =
+    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
+
 class TestServer {
  public:
   // tweak, when given, changes the lean test config before the server starts.

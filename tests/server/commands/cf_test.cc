@@ -10,9 +10,6 @@
 namespace cuckood::test {
 namespace {
 
-constexpr std::string_view kWrongType =
-    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-
 // CF.INFO's eight fields in RESP2 (an array of name, value pairs).
 std::string Info2(int64_t size, int64_t buckets, int64_t filters, int64_t inserted, int64_t deleted,
                   int64_t bucket_size, int64_t expansion, int64_t iterations) {

@@ -7,9 +7,6 @@
 namespace cuckood::test {
 namespace {
 
-constexpr std::string_view kWrongType =
-    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
-
 TEST_CASE("SET then GET returns the value, binary safe", "[strings]") {
   TestServer ts;
   CHECK(ts.Run({"SET", "k", "hello"}) == "+OK\r\n");

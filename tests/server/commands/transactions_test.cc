@@ -9,8 +9,6 @@ namespace cuckood::test {
 namespace {
 
 constexpr std::string_view kQueued = "+QUEUED\r\n";
-constexpr std::string_view kWrongType =
-    "-WRONGTYPE Operation against a key holding the wrong kind of value\r\n";
 
 TEST_CASE("MULTI queues commands and EXEC runs them in order", "[transactions]") {
   TestServer ts;
