@@ -14,7 +14,6 @@
 
 namespace cuckood::server {
 
-// The subcommand row of `parent` named by `sub` (case-insensitive), or nullptr.
 // Client names and library attributes: printable ASCII without spaces ('!' .. '~').
 inline bool ValidClientAttr(std::string_view s) {
   for (char c : s) {
@@ -32,6 +31,7 @@ inline constexpr std::string_view kClusterDisabled =
 // The name of the RedisBloom module, where replies list modules.
 inline constexpr std::string_view kModuleName = "bf";
 
+// The subcommand row of `parent` named by `sub` (case-insensitive), or nullptr.
 inline const CommandSpec* FindSubcommand(const CommandSpec& parent, std::string_view sub) {
   const std::string wanted = parent.name + "|" + ToLower(sub);
   for (const auto& s : parent.subcommands) {
