@@ -5,13 +5,6 @@
 #include "cluster/nodes_file.h"
 
 namespace cuckood::cluster {
-namespace {
-
-storage::Status Invalid(std::string_view text) {
-  return {storage::Code::kInvalid, "ERR " + std::string(text)};
-}
-
-}  // namespace
 
 ClusterState::ClusterState(ClusterOptions options)
     : options_(std::move(options)), view_(std::make_shared<View>()) {}

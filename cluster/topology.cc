@@ -9,10 +9,6 @@ namespace {
 // More nodes than slots cannot all be useful; the bound keeps owner_ indices in int16_t.
 constexpr size_t kMaxNodes = kSlotCount;
 
-storage::Status InvalidTopology(std::string_view text) {
-  return {storage::Code::kInvalid, "ERR " + std::string(text)};
-}
-
 // Splits on sep, dropping empty pieces (several spaces, the '\n' that ends the last line).
 std::vector<std::string_view> SplitNonEmpty(std::string_view text, char sep) {
   std::vector<std::string_view> out;
@@ -94,53 +90,53 @@ bool ValidNodeId(std::string_view id) {
 storage::StatusOr<Topology> Topology::Parse(std::string_view text) {
   const auto lines = SplitNonEmpty(text, '\n');
   if (lines.empty() || lines.size() > kMaxNodes) {
-    return InvalidTopology(kErrInvalidNodesInfo);
+    return Invalid(kErrInvalidNodesInfo);
   }
   Topology t;
   for (auto line : lines) {
     const auto fields = SplitNonEmpty(line, ' ');
     if (fields.size() < 5) {
-      return InvalidTopology(kErrInvalidNodesInfo);
+      return Invalid(kErrInvalidNodesInfo);
     }
     Node node;
     if (!ValidNodeId(fields[0])) {
-      return InvalidTopology(kErrInvalidNodeId);
+      return Invalid(kErrInvalidNodeId);
     }
     node.id = std::string(fields[0]);
     node.host = std::string(fields[1]);
     if (!ParseBounded(fields[2], 1, 65535, &node.port)) {
-      return InvalidTopology(kErrInvalidPort);
+      return Invalid(kErrInvalidPort);
     }
     if (EqualsNoCase(fields[3], "master")) {
       node.role = Role::kMaster;
       if (fields[4] != "-") {
-        return InvalidTopology(kErrInvalidNodeId);
+        return Invalid(kErrInvalidNodeId);
       }
     } else if (EqualsNoCase(fields[3], "slave") || EqualsNoCase(fields[3], "replica")) {
       node.role = Role::kSlave;
       if (!ValidNodeId(fields[4])) {
-        return InvalidTopology(kErrInvalidNodeId);
+        return Invalid(kErrInvalidNodeId);
       }
       if (fields.size() != 5) {
-        return InvalidTopology(kErrInvalidNodesInfo);
+        return Invalid(kErrInvalidNodesInfo);
       }
       node.master_id = std::string(fields[4]);
     } else {
-      return InvalidTopology(kErrInvalidRole);
+      return Invalid(kErrInvalidRole);
     }
     const auto index = static_cast<int16_t>(t.nodes_.size());
     if (!t.index_.emplace(node.id, t.nodes_.size()).second) {
-      return InvalidTopology(kErrDuplicateNodeId);
+      return Invalid(kErrDuplicateNodeId);
     }
     for (size_t i = 5; i < fields.size(); ++i) {
       SlotRange r;
       if (!ParseSlotRange(fields[i], &r)) {
-        return InvalidTopology(kErrSlotOutOfRange);
+        return Invalid(kErrSlotOutOfRange);
       }
       for (int s = r.start; s <= r.end; ++s) {
         auto& owner = t.owner_[static_cast<size_t>(s)];
         if (owner != -1) {
-          return InvalidTopology(kErrSlotOverlapped);
+          return Invalid(kErrSlotOverlapped);
         }
         owner = index;
       }
@@ -181,10 +177,10 @@ storage::Status Topology::AssignSlots(const std::vector<SlotRange>& ranges,
                                       std::string_view node_id) {
   const auto it = index_.find(std::string(node_id));
   if (it == index_.end()) {
-    return InvalidTopology(kErrNoSuchNode);
+    return Invalid(kErrNoSuchNode);
   }
   if (nodes_[it->second].role != Role::kMaster) {
-    return InvalidTopology(kErrNoMasterNode);
+    return Invalid(kErrNoMasterNode);
   }
   const auto index = static_cast<int16_t>(it->second);
   for (const auto& r : ranges) {

@@ -22,6 +22,11 @@
 
 namespace cuckood::cluster {
 
+// A refusal of the cluster's commands: kInvalid with the "ERR " of Redis's error replies.
+inline storage::Status Invalid(std::string_view text) {
+  return {storage::Code::kInvalid, "ERR " + std::string(text)};
+}
+
 inline constexpr int kSlotCount = 16384;
 inline constexpr size_t kNodeIdLen = 40;
 // Redis's cluster bus port offset, shown in CLUSTER NODES as ip:port@cport.

@@ -30,6 +30,13 @@ namespace cuckood::replication {
 using storage::Code;
 using storage::Status;
 
+// Milliseconds of the steady clock (ack times, link timeouts).
+inline int64_t NowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
 // The replication protocol's version, named in REPLSYNC; a primary refuses another one.
 inline constexpr int kProtocolVersion = 1;
 // Longest line a link accepts (a line is a header, never data).

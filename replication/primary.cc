@@ -8,12 +8,6 @@
 namespace cuckood::replication {
 namespace {
 
-int64_t NowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 constexpr auto kHeartbeat = std::chrono::milliseconds(1000);
 
 }  // namespace

@@ -7,18 +7,12 @@
 namespace cuckood::replication {
 namespace {
 
-int64_t SteadyMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
 constexpr auto kRetry = std::chrono::milliseconds(1000);
 
 }  // namespace
 
 ReplicaLink::ReplicaLink(Host* host, Options options)
-    : host_(host), options_(std::move(options)), down_since_ms_(SteadyMillis()) {}
+    : host_(host), options_(std::move(options)), down_since_ms_(NowMillis()) {}
 
 ReplicaLink::~ReplicaLink() {
   Stop();
@@ -44,11 +38,11 @@ void ReplicaLink::Stop() {
 
 int64_t ReplicaLink::last_io_seconds_ago() const {
   const int64_t t = last_io_ms_.load();
-  return t < 0 ? -1 : (SteadyMillis() - t) / 1000;
+  return t < 0 ? -1 : (NowMillis() - t) / 1000;
 }
 
 int64_t ReplicaLink::link_down_since_seconds() const {
-  return (SteadyMillis() - down_since_ms_.load()) / 1000;
+  return (NowMillis() - down_since_ms_.load()) / 1000;
 }
 
 std::string ReplicaLink::last_error() const {
@@ -66,7 +60,7 @@ void ReplicaLink::Run() {
     state_ = State::kConnecting;
     auto s = Session();
     if (state_.load() == State::kConnected || state_.load() == State::kSync) {
-      down_since_ms_ = SteadyMillis();
+      down_since_ms_ = NowMillis();
     }
     state_ = State::kConnect;
     link_.Close();
@@ -136,7 +130,7 @@ Status ReplicaLink::Session() {
   if (auto s = Handshake(link_, &reply); !s.ok()) {
     return s;
   }
-  last_io_ms_ = SteadyMillis();
+  last_io_ms_ = NowMillis();
   auto words = SplitWords(reply);
   uint64_t seq = 0;
   if (words.size() == 3 && words[0] == "+CONTINUE" && ParseU64(words[2], &seq)) {
@@ -193,7 +187,7 @@ Status ReplicaLink::Session() {
     if (auto s = link_.ReadLine(&line); !s.ok()) {
       return s;
     }
-    last_io_ms_ = SteadyMillis();
+    last_io_ms_ = NowMillis();
     words = SplitWords(line);
     uint64_t n = 0;
     if (words.size() == 3 && words[0] == "+BATCH" && ParseU64(words[1], &seq) &&
